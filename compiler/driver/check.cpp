@@ -1,0 +1,76 @@
+#include "check.h"
+
+#include "instantiate.h"
+
+namespace bine {
+
+ProofSummary CheckReport::proof() const {
+  ProofSummary p;
+  p.not_applicable = not_applicable;
+  p.order_preserving = ok && order_preserving;
+  p.same_bracketing = ok && same_bracketing;
+  return p;
+}
+
+std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOptions& opt) {
+  if (!collective_is_rooted(s.collective)) return {0};
+  std::vector<int64_t> roots;
+  if (p <= opt.all_roots_up_to) {
+    for (int64_t r = 0; r < p; ++r) roots.push_back(r);
+    return roots;
+  }
+  for (int64_t r : {int64_t(0), int64_t(1), p / 2, p - 1})
+    if (roots.empty() || roots.back() != r) roots.push_back(r);
+  return roots;
+}
+
+CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
+                           DiagnosticSink& diags) {
+  CheckReport rep;
+  for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
+    for (int64_t root : roots_for(s, p, opt)) {
+      Schedule sch;
+      std::string unmet;
+      InstanceRequest req{p, root, s.uses_commutative_requirement};
+      const InstStatus st = instantiate(program, s, req, sch, diags, &unmet);
+      if (st == InstStatus::not_applicable) {
+        rep.not_applicable.push_back(p);
+        if (rep.unmet.empty()) rep.unmet = unmet;
+        break;
+      }
+      if (st == InstStatus::ok) {
+        const VerifyResult v = verify(sch, diags, opt.verify);
+        if (v.ok) {
+          ++rep.instances;
+          rep.order_preserving &= v.order_preserving;
+          rep.same_bracketing &= v.same_bracketing;
+          continue;
+        }
+      }
+      rep.ok = false;
+      rep.failed_p = p;
+      rep.failed_root = root;
+      return rep;
+    }
+  }
+  return rep;
+}
+
+std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt) {
+  std::string l = s.name + " (" + collective_name(s.collective) + "): ";
+  if (!r.ok) {
+    l += "FAILED at p=" + std::to_string(r.failed_p);
+    if (collective_is_rooted(s.collective)) l += " root=" + std::to_string(r.failed_root);
+    return l;
+  }
+  l += "verified p=" + std::to_string(opt.p_lo) + ".." + std::to_string(opt.p_hi) + ", " + std::to_string(r.instances) +
+       " instance" + (r.instances == 1 ? "" : "s");
+  if (!r.not_applicable.empty())
+    l += " (requires '" + r.unmet + "' excludes " + std::to_string(r.not_applicable.size()) + " p)";
+  if (collective_reduces(s.collective))
+    l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
+         "; same bracketing on all ranks: " + (r.same_bracketing ? "yes" : "no");
+  return l;
+}
+
+}  // namespace bine

@@ -1,0 +1,42 @@
+// `bine-cc check` as a library call: verify one schedule for a range of process counts and
+// roots, and summarize what was proved.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ast.h"
+#include "emit_mpi.h"
+#include "verify.h"
+
+namespace bine {
+
+struct CheckOptions {
+  int64_t p_lo = 1, p_hi = 64;
+  /// Every root up to this p; above it the roots 0, 1, p/2 and p-1.
+  int64_t all_roots_up_to = 64;
+  VerifyOptions verify;
+};
+
+struct CheckReport {
+  bool ok = true;
+  int64_t instances = 0;               ///< (p, root) pairs verified
+  std::vector<int64_t> not_applicable; ///< p where `requires` is false
+  std::string unmet;                   ///< the first false `requires` clause
+  bool order_preserving = true;        ///< over every verified instance
+  bool same_bracketing = true;
+  int64_t failed_p = -1, failed_root = -1;
+  ProofSummary proof() const;
+};
+
+/// Roots to verify for a schedule at process count p.
+std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOptions& opt);
+
+/// Verifies `s` for every p in [p_lo, p_hi] and the roots of roots_for(); stops at the first
+/// failing instance (its counterexample is in `diags`).
+CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
+                           DiagnosticSink& diags);
+
+/// One-line summary: "name (collective): verified p=1..64, 2080 instances; order-preserving: no; ...".
+std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt);
+
+}  // namespace bine

@@ -1,0 +1,226 @@
+// bine-cc: the command line. Thin: every command is a library call (check.h, instantiate.h,
+// emit_mpi.h) that the tests also use.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "check.h"
+#include "emit_mpi.h"
+#include "instantiate.h"
+#include "schedule.h"
+#include "sema.h"
+
+namespace {
+
+using namespace bine;
+
+struct Common {
+  std::vector<std::string> files;
+  std::string format = "text";
+  std::vector<std::string> only;
+};
+
+void print_diags(const DiagnosticSink& d, const std::string& format) {
+  if (format == "json") {
+    std::cerr << render_json(d.all());
+    return;
+  }
+  for (const Diagnostic& x : d.all()) std::cerr << render_text(x);
+  if (d.error_count() > 0)
+    std::cerr << d.error_count() << " error" << (d.error_count() == 1 ? "" : "s") << " generated.\n";
+}
+
+bool parse_ranks(const std::string& s, int64_t& lo, int64_t& hi) {
+  try {
+    const size_t dots = s.find("..");
+    size_t used = 0;
+    if (dots == std::string::npos) {
+      lo = hi = std::stoll(s, &used);
+      if (used != s.size()) return false;
+    } else {
+      lo = std::stoll(s.substr(0, dots), &used);
+      if (used != dots) return false;
+      const std::string rest = s.substr(dots + 2);
+      hi = std::stoll(rest, &used);
+      if (used != rest.size()) return false;
+    }
+  } catch (...) {
+    return false;
+  }
+  return lo >= 1 && hi >= lo && hi <= (int64_t(1) << 20);
+}
+
+std::vector<const ScheduleDecl*> selected(const Program& prog, const std::vector<std::string>& only,
+                                          DiagnosticSink& d) {
+  std::vector<const ScheduleDecl*> out;
+  for (const ScheduleDecl& s : prog.schedules)
+    if (only.empty() || std::find(only.begin(), only.end(), s.name) != only.end()) out.push_back(&s);
+  for (const std::string& n : only) {
+    bool found = false;
+    for (const ScheduleDecl& s : prog.schedules) found |= s.name == n;
+    if (!found) d.error(Span{}, "no schedule named '" + n + "' in the input files");
+  }
+  return out;
+}
+
+int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet) {
+  DiagnosticSink diags;
+  Program prog;
+  CheckOptions opt;
+  if (!parse_ranks(ranks, opt.p_lo, opt.p_hi)) {
+    std::cerr << "bine-cc: error: --ranks expects A..B or P with 1 <= A <= B <= 1048576, got '" << ranks << "'\n";
+    return 2;
+  }
+  opt.all_roots_up_to = all_roots_up_to;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const auto todo = selected(prog, c.only, diags);
+  bool all_ok = !diags.has_errors();
+  for (const ScheduleDecl* s : todo) {
+    DiagnosticSink one;
+    const CheckReport rep = check_schedule(prog, *s, opt, one);
+    all_ok &= rep.ok;
+    if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
+    for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
+  }
+  print_diags(diags, c.format);
+  return all_ok ? 0 : 1;
+}
+
+int cmd_compile(const Common& c, const std::string& target, const std::string& out, const std::string& ranks) {
+  DiagnosticSink diags;
+  Program prog;
+  if (target != "mpi") {
+    std::cerr << "bine-cc: error: unknown target '" << target << "' (this version emits: mpi)\n";
+    return 2;
+  }
+  CheckOptions opt;
+  if (!parse_ranks(ranks, opt.p_lo, opt.p_hi)) {
+    std::cerr << "bine-cc: error: --verify-ranks expects A..B, got '" << ranks << "'\n";
+    return 2;
+  }
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  std::vector<const ScheduleDecl*> emit;
+  std::vector<ProofSummary> proofs;
+  for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
+    if (!mpi_target_supports(s->collective)) {
+      if (!c.only.empty())
+        diags.error(s->name_span, std::string("target mpi does not support ") + collective_name(s->collective) + " schedules yet");
+      else
+        diags.warning(s->name_span, std::string("skipping ") + s->name + ": target mpi does not support " +
+                                        collective_name(s->collective) + " schedules yet");
+      continue;
+    }
+    const CheckReport rep = check_schedule(prog, *s, opt, diags);
+    if (!rep.ok) {
+      diags.error(s->name_span, "schedule '" + s->name + "' fails verification; not emitting it");
+      continue;
+    }
+    ProofSummary pf = rep.proof();
+    pf.p_lo = opt.p_lo;
+    pf.p_hi = opt.p_hi;
+    emit.push_back(s);
+    proofs.push_back(pf);
+  }
+  if (diags.has_errors()) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const std::string text = emit_mpi_header(prog, emit, proofs);
+  if (out.empty() || out == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream f(out, std::ios::binary);
+    if (!(f << text)) {
+      std::cerr << "bine-cc: error: cannot write '" << out << "'\n";
+      return 1;
+    }
+  }
+  print_diags(diags, c.format);
+  return 0;
+}
+
+int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verify_too) {
+  DiagnosticSink diags;
+  Program prog;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const auto todo = selected(prog, c.only, diags);
+  if (todo.size() != 1) {
+    if (!diags.has_errors())
+      diags.error(Span{}, "the input holds " + std::to_string(todo.size()) + " schedules; choose one with --schedule NAME");
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const ScheduleDecl& s = *todo.front();
+  Schedule sch;
+  std::string unmet;
+  const InstStatus st = instantiate(prog, s, {p, root, s.uses_commutative_requirement}, sch, diags, &unmet);
+  if (st == InstStatus::not_applicable) {
+    std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
+    return 1;
+  }
+  if (st == InstStatus::ok && verify_too) verify(sch, diags);
+  if (st == InstStatus::ok) std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "bine-cc: write collective-communication schedules once, prove them, and generate MPI code.\n\n"
+      "Typical use:\n"
+      "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
+      "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat --ranks 8\n"
+      "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n",
+      "bine-cc"};
+  app.require_subcommand(1);
+  Common common;
+  auto add_common = [&](CLI::App* sc) {
+    sc->add_option("files", common.files, ".bine source files")->required()->check(CLI::ExistingFile);
+    sc->add_option("--schedule", common.only, "only these schedules (repeatable)");
+    sc->add_option("--diagnostics-format", common.format, "text (clang style) or json")
+        ->check(CLI::IsMember({"text", "json"}));
+  };
+
+  std::string ranks = "1..64";
+  int64_t all_roots_up_to = 64;
+  bool quiet = false;
+  CLI::App* check = app.add_subcommand("check", "verify schedules for a range of process counts and every root; exit 0 when all hold");
+  add_common(check);
+  check->add_option("--ranks", ranks, "process counts, A..B or P (default 1..64)");
+  check->add_option("--all-roots-up-to", all_roots_up_to,
+                    "verify every root up to this p; above it roots 0, 1, p/2, p-1 (default 64)");
+  check->add_flag("--quiet", quiet, "print only failing schedules");
+
+  std::string target = "mpi", out, verify_ranks = "1..32";
+  CLI::App* compile = app.add_subcommand("compile", "verify, then emit a header with one function per schedule");
+  add_common(compile);
+  compile->add_option("--target", target, "code generator (mpi)");
+  compile->add_option("-o,--output", out, "output header (default: stdout)");
+  compile->add_option("--verify-ranks", verify_ranks, "process counts verified before emitting (default 1..32)");
+
+  int64_t p = 0, root = 0;
+  bool json = false, also_verify = false;
+  CLI::App* sched = app.add_subcommand("schedule", "print one instance: per-round operations of every rank");
+  add_common(sched);
+  sched->add_option("--ranks,-p", p, "process count")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  sched->add_option("--root", root, "root rank (rooted collectives)");
+  sched->add_flag("--json", json, "JSON instead of text");
+  sched->add_flag("--verify", also_verify, "also verify the instance");
+
+  CLI11_PARSE(app, argc, argv);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet);
+  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks);
+  if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
+  return 2;
+}

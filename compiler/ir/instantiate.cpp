@@ -1,0 +1,463 @@
+// The interpreter behind instantiation. One RankRun executes the schedule body for one
+// rank; rounds are opened by round statements and round loops as sema classified them.
+#include "instantiate.h"
+
+#include "bine/builtins.hpp"
+
+namespace bine {
+namespace {
+
+constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations per rank
+constexpr int64_t kMaxBlocks = int64_t(1) << 24;
+
+struct Value {
+  int64_t i = 0;
+  BlockSet s;
+};
+
+/// The fold's rank mapping (formulas.md, "Non-power-of-two process counts"); with no fold
+/// the body sees the real p, r and root.
+struct FoldMap {
+  bool on = false;
+  int64_t p = 1, root = 0, pv = 1, extra = 0;
+  int64_t v_of(int64_t x) const { return mod(x - root, p); }
+  int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
+  bool active(int64_t x) const {
+    if (!on) return true;
+    const int64_t v = v_of(x);
+    return v >= 2 * extra || even(v);
+  }
+  int64_t body_rank(int64_t x) const {
+    if (!on) return x;
+    const int64_t v = v_of(x);
+    return v < 2 * extra ? v / 2 : v - extra;
+  }
+  int64_t real_peer(int64_t w) const {
+    if (!on) return mod(w, p);
+    w = mod(w, pv);
+    return real_of_v(w < extra ? 2 * w : w + extra);
+  }
+};
+
+struct Failure {};
+
+class RankRun {
+ public:
+  RankRun(const Program& prog, const ScheduleDecl& sd, const FoldMap& fm, int64_t real_rank,
+          bool commutative, DiagnosticSink& diags, int64_t p_real, int64_t root_real)
+      : prog_(prog), sd_(sd), fm_(fm), rank_(real_rank), commutative_(commutative), diags_(diags),
+        p_real_(p_real), root_real_(root_real) {
+    p_ = fm.on ? fm.pv : p_real;
+    r_ = fm.body_rank(real_rank);
+    root_ = fm.on ? 0 : root_real;
+    slots_.resize(size_t(sd.num_slots));
+    phase_rounds_.resize(size_t(sd.num_phases), {0, 0});
+  }
+
+  std::vector<Round> rounds;
+  std::vector<const Stmt*> sites;   ///< the statement that opened each round
+  std::vector<std::string> labels;
+  int64_t blocks = 1;
+  std::string unmet;
+
+  /// Runs params, requires, blocks and the body. Returns false when `requires` fails
+  /// (unmet is set). Throws Failure after reporting a diagnostic.
+  bool run() {
+    for (const Param& pr : sd_.params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
+    for (const ExprPtr& e : sd_.requires_)
+      if (!eval_int(*e, e->span)) {
+        unmet = source_text(e->span);
+        return false;
+      }
+    blocks = sd_.blocks ? eval_int(*sd_.blocks, sd_.blocks->span) : p_;
+    if (blocks < 1 || blocks > kMaxBlocks)
+      fail(sd_.blocks ? sd_.blocks->span : sd_.name_span,
+           "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
+    exec_block(sd_.body);
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const Span& at, const std::string& msg) {
+    diags_.error(at, "p=" + std::to_string(p_real_) + " root=" + std::to_string(root_real_) + ": rank " +
+                         std::to_string(rank_) + ": " + msg);
+    throw Failure{};
+  }
+  static std::string source_text(const Span& s) {
+    if (!s.valid()) return "?";
+    return s.file->text.substr(s.begin, s.end - s.begin);
+  }
+  void check_domain(const Span& at) {
+    if (const char* e = take_domain_error()) fail(at, std::string("out of domain: ") + e);
+  }
+
+  // ---- statements ----
+  void exec_block(const Block& b) {
+    for (const StmtPtr& s : b) exec(*s);
+  }
+  void open_round(const Stmt& site, const std::string& label) {
+    rounds.emplace_back();
+    sites.push_back(&site);
+    labels.push_back(label);
+    in_round_ = true;
+  }
+  std::string where_label(const Stmt& s) const {
+    std::string l = phase_name_.empty() ? "" : "phase " + phase_name_ + ", ";
+    return l + "line " + std::to_string(s.span.line);
+  }
+  void exec(const Stmt& s) {
+    if (s.round && !in_round_) {
+      open_round(s, where_label(s));
+      exec_inner(s);
+      in_round_ = false;
+      return;
+    }
+    exec_inner(s);
+  }
+  void exec_inner(const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::let:
+      case StmtKind::var:
+      case StmtKind::assign:
+        slots_[size_t(s.slot)] = eval(*s.a, s.span);
+        return;
+      case StmtKind::for_: {
+        const int64_t lo = eval_int(*s.a, s.span), hi = eval_int(*s.b, s.span);
+        for (int64_t i = lo; i < hi; ++i) {
+          if (++steps_ > kMaxSteps) fail(s.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
+          slots_[size_t(s.slot)].i = i;
+          if (s.round_loop) {
+            open_round(s, where_label(s) + ", " + s.name + " = " + std::to_string(i));
+            exec_block(s.body);
+            in_round_ = false;
+          } else {
+            exec_block(s.body);
+          }
+        }
+        return;
+      }
+      case StmtKind::if_:
+        if (eval_int(*s.a, s.span)) exec_block(s.body);
+        else exec_block(s.else_body);
+        return;
+      case StmtKind::send: {
+        BlockSet set = eval_set(*s.a, s.span);
+        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
+        add(SendOp{peer, std::move(set), Origin{s.span, {}, {}}});
+        return;
+      }
+      case StmtKind::recv: {
+        BlockSet set = eval_set(*s.a, s.span);
+        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
+        add(RecvOp{peer, std::move(set), s.reduce, Origin{s.span, {}, {}}});
+        return;
+      }
+      case StmtKind::exchange: {
+        BlockSet out = eval_set(*s.a, s.span);
+        BlockSet in = eval_set(*s.b, s.span);
+        const int64_t peer = fm_.real_peer(eval_int(*s.c, s.span));
+        add(SendOp{peer, std::move(out), Origin{s.span, {}, {}}});
+        add(RecvOp{peer, std::move(in), s.reduce, Origin{s.span, {}, {}}});
+        return;
+      }
+      case StmtKind::phase: {
+        const size_t start = rounds.size();
+        phase_name_ = s.name;
+        exec_block(s.body);
+        phase_name_.clear();
+        phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
+        return;
+      }
+      case StmtKind::mirror: {
+        const auto [start, end] = phase_rounds_[size_t(s.mirror_of)];
+        const std::string via = "mirror of phase '" + s.other + "'";
+        for (size_t i = end; i-- > start;) {
+          open_round(s, "phase " + s.name + " (" + via + " round " + std::to_string(i) + ")");
+          const Round src = rounds[i];
+          for (const Op& op : src) {
+            Origin o = origin_of(op);
+            o.via = via;
+            o.via_span = s.span;
+            if (const auto* snd = std::get_if<SendOp>(&op))
+              rounds.back().push_back(RecvOp{snd->peer, snd->blocks, false, o});
+            else
+              rounds.back().push_back(SendOp{peer_of(op), blocks_of(op), o});
+          }
+          in_round_ = false;
+        }
+        return;
+      }
+    }
+  }
+  void add(Op op) {
+    if (!in_round_) fail(origin_of(op).span, "internal: transfer outside a round");
+    rounds.back().push_back(std::move(op));
+  }
+
+  // ---- expressions ----
+  Value eval(const Expr& e, const Span& at) {
+    Value v;
+    if (e.type == Type::set) v.s = eval_set(e, at);
+    else v.i = eval_int(e, at);
+    return v;
+  }
+  int64_t eval_int(const Expr& e, const Span& at) {
+    const int64_t v = int_expr(e, at);
+    check_domain(e.span.valid() ? e.span : at);
+    return v;
+  }
+  int64_t int_expr(const Expr& e, const Span& at) {
+    switch (e.kind) {
+      case ExprKind::integer:
+      case ExprKind::boolean: return e.value;
+      case ExprKind::name:
+        switch (e.ref) {
+          case NameKind::p: return p_;
+          case NameKind::r: return r_;
+          case NameKind::root: return root_;
+          case NameKind::commutative: return commutative_;
+          case NameKind::slot: return slots_[size_t(e.slot)].i;
+          case NameKind::fn_param: return args_.back()[size_t(e.slot)];
+          case NameKind::unresolved: break;
+        }
+        fail(e.span, "internal: unresolved name");
+      case ExprKind::unary: {
+        const int64_t a = int_expr(*e.kids[0], at);
+        if (e.op == Tok::minus) return neg(a);
+        if (e.op == Tok::bang) return !a;
+        return ~a;
+      }
+      case ExprKind::binary: {
+        if (e.kids[0]->type == Type::set) {
+          const BlockSet x = eval_set(*e.kids[0], at), y = eval_set(*e.kids[1], at);
+          return e.op == Tok::eq ? x == y : x != y;
+        }
+        const int64_t a = int_expr(*e.kids[0], at);
+        if (e.op == Tok::ampamp) return a && int_expr(*e.kids[1], at);
+        if (e.op == Tok::pipepipe) return a || int_expr(*e.kids[1], at);
+        const int64_t b = int_expr(*e.kids[1], at);
+        switch (e.op) {
+          case Tok::plus: return bine::add(a, b);
+          case Tok::minus: return sub(a, b);
+          case Tok::star: return mul(a, b);
+          case Tok::slash: return div(a, b);
+          case Tok::percent: return rem(a, b);
+          case Tok::shl: return shl(a, b);
+          case Tok::shr: return shr(a, b);
+          case Tok::amp: return a & b;
+          case Tok::pipe: return a | b;
+          case Tok::caret: return a ^ b;
+          case Tok::eq: return a == b;
+          case Tok::ne: return a != b;
+          case Tok::lt: return a < b;
+          case Tok::le: return a <= b;
+          case Tok::gt: return a > b;
+          case Tok::ge: return a >= b;
+          default: fail(e.span, "internal: bad operator");
+        }
+      }
+      case ExprKind::ternary:
+        return int_expr(*e.kids[0], at) ? int_expr(*e.kids[1], at) : int_expr(*e.kids[2], at);
+      case ExprKind::call: return call(e, at);
+      default: fail(e.span, "internal: set used as int");
+    }
+  }
+  int64_t call(const Expr& e, const Span& at) {
+    if (e.builtin >= 0) {
+      const std::string& n = e.name;
+      if (n == "size") return set_size(eval_set(*e.kids[0], at));
+      if (n == "contains") return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
+      const int64_t a = int_expr(*e.kids[0], at);
+      const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
+      if (n == "log2") return bine::log2(a);
+      if (n == "ceil_log2") return ceil_log2(a);
+      if (n == "is_pow2") return is_pow2(a);
+      if (n == "pow2") return pow2(a);
+      if (n == "lowmask") return lowmask(a);
+      if (n == "popcount") return popcount(a);
+      if (n == "ctz") return ctz(a);
+      if (n == "clz") return clz(a);
+      if (n == "bitrev") return bitrev(a, b);
+      if (n == "even") return even(a);
+      if (n == "odd") return odd(a);
+      if (n == "min") return bine::min(a, b);
+      if (n == "max") return bine::max(a, b);
+      if (n == "mod") return mod(a, b);
+      if (n == "nb") return nb(a);
+      if (n == "from_nb") return from_nb(a);
+      if (n == "rho") return rho(a);
+      if (n == "nu") return nu(a, b);
+      fail(e.span, "internal: unknown builtin " + n);
+    }
+    const FnDecl& f = e.fn >= 0 ? sd_.fns[size_t(e.fn)] : prog_.fns[size_t(-2 - e.fn)];
+    std::vector<int64_t> a;
+    for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
+    if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
+    args_.push_back(std::move(a));
+    const int64_t v = int_expr(*f.body, at);
+    args_.pop_back();
+    return v;
+  }
+  BlockSet eval_set(const Expr& e, const Span& at) {
+    BlockSet s = set_expr(e, at);
+    check_domain(e.span.valid() ? e.span : at);
+    return s;
+  }
+  BlockSet set_expr(const Expr& e, const Span& at) {
+    switch (e.kind) {
+      case ExprKind::set_all: return BlockSet::all(blocks);
+      case ExprKind::set_none: return {};
+      case ExprKind::set_block: return BlockSet::block(int_expr(*e.kids[0], at), blocks);
+      case ExprKind::set_range: {
+        const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
+        if (a < 0 || b > blocks || a > b)
+          fail(e.span, "block range [" + std::to_string(a) + ", " + std::to_string(b) + ") is out of bounds [0, " +
+                           std::to_string(blocks) + ")");
+        return BlockSet::range(a, b, blocks);
+      }
+      case ExprKind::set_wrap:
+        return BlockSet::wrap(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), blocks);
+      case ExprKind::set_stride:
+        return BlockSet::stride(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), int_expr(*e.kids[2], at), blocks);
+      case ExprKind::set_filter: {
+        const BlockSet dom = set_expr(*e.kids[0], at);
+        BlockSet out;
+        for (const auto& [lo, hi] : dom.ranges())
+          for (int64_t i = lo; i < hi; ++i) {
+            slots_[size_t(e.slot)].i = i;
+            if (int_expr(*e.kids[1], at)) out.push_back_block(i);
+          }
+        return out;
+      }
+      case ExprKind::binary: {
+        const BlockSet x = set_expr(*e.kids[0], at), y = set_expr(*e.kids[1], at);
+        if (e.op == Tok::pipe) return x | y;
+        if (e.op == Tok::amp) return x & y;
+        return x - y;
+      }
+      case ExprKind::ternary:
+        return int_expr(*e.kids[0], at) ? set_expr(*e.kids[1], at) : set_expr(*e.kids[2], at);
+      case ExprKind::name: return slots_[size_t(e.slot)].s;
+      default: fail(e.span, "internal: int used as set");
+    }
+  }
+
+  const Program& prog_;
+  const ScheduleDecl& sd_;
+  const FoldMap& fm_;
+  int64_t rank_;
+  bool commutative_;
+  DiagnosticSink& diags_;
+  int64_t p_real_, root_real_;
+  int64_t p_ = 1, r_ = 0, root_ = 0;
+  std::vector<Value> slots_;
+  std::vector<std::vector<int64_t>> args_;
+  std::vector<std::pair<size_t, size_t>> phase_rounds_;
+  std::string phase_name_;
+  bool in_round_ = false;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+
+InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
+                       Schedule& out, DiagnosticSink& diags, std::string* unmet) {
+  (void)take_domain_error();
+  out = Schedule{};
+  out.name = decl.name;
+  out.decl_span = decl.name_span;
+  out.collective = decl.collective;
+  out.p = req.p;
+  out.root = collective_is_rooted(decl.collective) ? req.root : 0;
+  out.fold = decl.fold;
+  out.ranks.assign(size_t(req.p), {});
+  if (req.p < 1 || out.root < 0 || out.root >= req.p) {
+    diags.error(decl.name_span, "invalid instance: p=" + std::to_string(req.p) + " root=" + std::to_string(req.root));
+    return InstStatus::error;
+  }
+  FoldMap fm;
+  fm.p = req.p;
+  fm.root = out.root;
+  if (decl.fold) {
+    fm.on = true;
+    fm.pv = int64_t(1) << bine::log2(req.p);
+    fm.extra = req.p - fm.pv;
+  }
+  const bool prologue = fm.on && fm.extra > 0 && collective_reduces(decl.collective);
+  const bool epilogue = fm.on && fm.extra > 0 && decl.collective != Collective::reduce;
+
+  // Run the body on every active rank.
+  std::vector<RankRun> runs;
+  runs.reserve(size_t(req.p));
+  const RankRun* ref = nullptr;
+  try {
+    for (int64_t x = 0; x < req.p; ++x) {
+      runs.emplace_back(program, decl, fm, x, req.commutative, diags, req.p, out.root);
+      if (!fm.active(x)) continue;
+      if (!runs.back().run()) {
+        if (unmet) *unmet = runs.back().unmet;
+        return InstStatus::not_applicable;
+      }
+      if (!ref) {
+        ref = &runs.back();
+        continue;
+      }
+      const RankRun& me = runs.back();
+      if (me.blocks != ref->blocks) {
+        diags.error(decl.blocks ? decl.blocks->span : decl.name_span,
+                    "p=" + std::to_string(req.p) + ": ranks disagree on the block count (" + std::to_string(ref->blocks) +
+                        " vs " + std::to_string(me.blocks) + " on rank " + std::to_string(x) + ")");
+        return InstStatus::error;
+      }
+      const size_t n = std::min(me.sites.size(), ref->sites.size());
+      size_t i = 0;
+      while (i < n && me.sites[i] == ref->sites[i]) ++i;
+      if (i < n || me.sites.size() != ref->sites.size()) {
+        const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
+        const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
+        const int64_t r0 = fm.on ? 0 : 0;
+        Diagnostic& d = diags.error(b ? b->span : (a ? a->span : decl.name_span),
+                                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) +
+                                        ": ranks disagree on the round structure at round " + std::to_string(i) +
+                                        " (rank " + std::to_string(x) + (b ? " opens it here" : " has no such round") +
+                                        "); conditions and bounds of round loops must not depend on the rank");
+        if (a) add_note(d, a->span, "the first active rank (" + std::to_string(r0) + ") opens it here");
+        return InstStatus::error;
+      }
+    }
+  } catch (const Failure&) {
+    return InstStatus::error;
+  }
+  out.blocks = ref ? ref->blocks : 1;
+
+  const size_t body_rounds = ref ? ref->rounds.size() : 0;
+  const size_t first = prologue ? 1 : 0;
+  out.num_rounds = int64_t(first + body_rounds + (epilogue ? 1 : 0));
+  if (prologue) out.round_labels.push_back("fold prologue (two-one elimination)");
+  if (ref) out.round_labels.insert(out.round_labels.end(), ref->labels.begin(), ref->labels.end());
+  if (epilogue) out.round_labels.push_back("fold epilogue");
+  const BlockSet everything = BlockSet::all(out.blocks);
+  for (int64_t x = 0; x < req.p; ++x) {
+    std::vector<Round>& rr = out.ranks[size_t(x)];
+    rr.assign(size_t(out.num_rounds), {});
+    if (fm.active(x))
+      for (size_t t = 0; t < body_rounds; ++t) rr[first + t] = std::move(runs[size_t(x)].rounds[t]);
+    if (!fm.on || fm.extra == 0) continue;
+    const int64_t v = fm.v_of(x);
+    if (v >= 2 * fm.extra) continue;
+    const Origin o{decl.fold_span, "fold", decl.fold_span};
+    const int64_t partner = even(v) ? fm.real_of_v(v + 1) : fm.real_of_v(v - 1);
+    if (prologue) {
+      if (even(v)) rr[0].push_back(RecvOp{partner, everything, true, o});
+      else rr[0].push_back(SendOp{partner, everything, o});
+    }
+    if (epilogue) {
+      Round& last = rr.back();
+      if (even(v)) last.push_back(SendOp{partner, everything, o});
+      else last.push_back(RecvOp{partner, everything, false, o});
+    }
+  }
+  return InstStatus::ok;
+}
+
+}  // namespace bine

@@ -1,0 +1,30 @@
+// Instantiation: runs the Program IR of one schedule for every rank of a concrete process
+// count and root, producing a Schedule (docs/architecture.md, "Pipeline").
+#pragma once
+#include <string>
+
+#include "ast.h"
+#include "schedule.h"
+
+namespace bine {
+
+enum class InstStatus {
+  ok,              ///< `out` holds the instance
+  not_applicable,  ///< a `requires` clause is false for this p/root; `unmet` says which
+  error,           ///< a diagnostic was reported (domain error, non-uniform rounds, ...)
+};
+
+struct InstanceRequest {
+  int64_t p = 1;
+  int64_t root = 0;
+  /// Value of `commutative` seen by the schedule. The verifier passes true only for
+  /// schedules that `require` commutativity (docs/verifier.md).
+  bool commutative = false;
+};
+
+/// Instantiates `decl` (checked by sema) for `req`. Errors name the rank, p and root and
+/// point at the statement that failed.
+InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
+                       Schedule& out, DiagnosticSink& diags, std::string* unmet = nullptr);
+
+}  // namespace bine

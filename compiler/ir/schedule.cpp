@@ -1,0 +1,85 @@
+#include "schedule.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace bine {
+
+std::string format_blocks(const BlockSet& s) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [lo, hi] : s.ranges()) {
+    if (!first) out += ", ";
+    first = false;
+    out += std::to_string(lo);
+    if (hi - lo > 1) out += "-" + std::to_string(hi - 1);
+  }
+  return out + "}";
+}
+
+static std::string line_of(const Origin& o) {
+  return o.span.valid() ? o.span.file->name + ":" + std::to_string(o.span.line) : std::string("?");
+}
+
+std::string schedule_text(const Schedule& s) {
+  std::ostringstream out;
+  out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
+  out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
+      << ", rounds = " << s.num_rounds << (s.fold ? ", fold two_one" : "") << "\n";
+  for (int64_t t = 0; t < s.num_rounds; ++t) {
+    out << "\nround " << t << ": " << s.round_labels[size_t(t)] << "\n";
+    for (int64_t r = 0; r < s.p; ++r)
+      for (const Op& op : s.ranks[size_t(r)][size_t(t)]) {
+        out << "  rank " << r;
+        if (const auto* snd = std::get_if<SendOp>(&op))
+          out << " send " << format_blocks(snd->blocks) << " to " << snd->peer;
+        else {
+          const auto& rcv = std::get<RecvOp>(op);
+          out << " recv " << format_blocks(rcv.blocks) << " from " << rcv.peer << (rcv.reduce ? " reduce" : " copy");
+        }
+        out << "   [" << line_of(origin_of(op)) << (origin_of(op).via.empty() ? "" : ", " + origin_of(op).via) << "]\n";
+      }
+  }
+  return out.str();
+}
+
+std::string schedule_json(const Schedule& s) {
+  nlohmann::ordered_json j;
+  j["schedule"] = s.name;
+  j["collective"] = collective_name(s.collective);
+  j["p"] = s.p;
+  j["root"] = s.root;
+  j["blocks"] = s.blocks;
+  j["fold"] = s.fold;
+  j["num_rounds"] = s.num_rounds;
+  j["round_labels"] = s.round_labels;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (int64_t r = 0; r < s.p; ++r) {
+    nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+    for (const Round& rd : s.ranks[size_t(r)]) {
+      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+      for (const Op& op : rd) {
+        nlohmann::ordered_json o;
+        const bool is_send = std::holds_alternative<SendOp>(op);
+        o["op"] = is_send ? "send" : (std::get<RecvOp>(op).reduce ? "recv_reduce" : "recv_copy");
+        o["peer"] = peer_of(op);
+        nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
+        for (const auto& [lo, hi] : blocks_of(op).ranges()) ranges.push_back({lo, hi});
+        o["blocks"] = ranges;
+        const Origin& org = origin_of(op);
+        if (org.span.valid()) {
+          o["line"] = org.span.line;
+          o["column"] = org.span.col;
+        }
+        if (!org.via.empty()) o["via"] = org.via;
+        ops.push_back(o);
+      }
+      rounds.push_back(ops);
+    }
+    ranks.push_back(rounds);
+  }
+  j["ranks"] = ranks;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace bine

@@ -1,0 +1,67 @@
+// The Schedule: a program instantiated for concrete p, root and block count. Plain data:
+// for every rank, an ordered list of rounds, each a list of transfers over block sets.
+// Every analysis (verify, cost, translation validation) runs on this level.
+#pragma once
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ast.h"
+#include "bine/blockset.hpp"
+
+namespace bine {
+
+/// Where an op came from: the DSL statement, plus how it was derived.
+struct Origin {
+  Span span;                 ///< the send/recv/exchange statement
+  std::string via;           ///< "" (direct), "mirror of phase 'rs'", "fold prologue", ...
+  Span via_span;             ///< the mirror / fold declaration
+};
+
+/// Send `blocks` of the rank's buffer to `peer` (a real rank).
+struct SendOp {
+  int64_t peer;
+  BlockSet blocks;
+  Origin origin;
+};
+/// Receive `blocks` from `peer`; reduce: combine into the buffer (lower rank's data is
+/// the left operand), else overwrite.
+struct RecvOp {
+  int64_t peer;
+  BlockSet blocks;
+  bool reduce;
+  Origin origin;
+};
+using Op = std::variant<SendOp, RecvOp>;
+using Round = std::vector<Op>;
+
+struct Schedule {
+  std::string name;
+  Span decl_span;               ///< the schedule's name in the source
+  Collective collective = Collective::allreduce;
+  int64_t p = 1, root = 0;
+  int64_t blocks = 1;          ///< B: the vector is split into this many blocks
+  bool fold = false;
+  int64_t num_rounds = 0;
+  std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
+  std::vector<std::vector<Round>> ranks;      ///< [rank][round]
+};
+
+inline const Origin& origin_of(const Op& op) {
+  return std::visit([](const auto& o) -> const Origin& { return o.origin; }, op);
+}
+inline int64_t peer_of(const Op& op) {
+  return std::visit([](const auto& o) { return o.peer; }, op);
+}
+inline const BlockSet& blocks_of(const Op& op) {
+  return std::visit([](const auto& o) -> const BlockSet& { return o.blocks; }, op);
+}
+
+/// "{0-3, 5}" style rendering of a block set.
+std::string format_blocks(const BlockSet& s);
+/// Readable per-round listing (docs/cli.md, `bine-cc schedule`).
+std::string schedule_text(const Schedule& s);
+/// JSON serialization; deterministic (rank, round, op order).
+std::string schedule_json(const Schedule& s);
+
+}  // namespace bine

@@ -1,0 +1,500 @@
+#include "verify.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace bine {
+namespace {
+
+constexpr int32_t kNone = -1;
+
+/// A contribution term: a leaf (rank's original block) or op(left, right). Hash-consed, so
+/// equal bracketings have equal ids.
+struct Term {
+  int32_t left = kNone, right = kNone;
+  int32_t block = 0;      ///< block index of all leaves, or -2 when mixed
+  int32_t lo = 0, hi = 0; ///< min / max leaf rank
+  int64_t count = 1;      ///< number of leaves (with multiplicity)
+  uint64_t mask = 0;      ///< leaf ranks as bits (p <= 64)
+  uint64_t hash = 0;      ///< sum of leaf fingerprints mod 2^64
+  bool ordered = true;    ///< leaves in increasing rank order, no gaps
+};
+
+uint64_t fingerprint(int64_t rank) {
+  uint64_t z = uint64_t(rank) + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct WriteSite {
+  int64_t round = -1;
+  const Origin* origin = nullptr;
+};
+
+class Verifier {
+ public:
+  Verifier(const Schedule& s, DiagnosticSink& d, const VerifyOptions& o)
+      : s_(s), diags_(d), exact_(s.p <= o.exact_limit && s.p <= 64) {}
+
+  VerifyResult run() {
+    VerifyResult res;
+    if (!check_peers() || !check_matching() || !check_races()) return res;
+    init_state();
+    for (int64_t t = 0; t < s_.num_rounds; ++t)
+      if (!step(t)) return res;
+    res.ok = check_post(res);
+    for (int64_t x = 0; x < s_.p; ++x)
+      for (const Round& rd : s_.ranks[size_t(x)])
+        for (const Op& op : rd)
+          if (std::holds_alternative<SendOp>(op)) {
+            ++res.messages;
+            res.blocks_moved += blocks_of(op).size();
+          }
+    return res;
+  }
+
+ private:
+  std::string inst() const {
+    return "p=" + std::to_string(s_.p) + (collective_is_rooted(s_.collective) ? " root=" + std::to_string(s_.root) : "") + ": ";
+  }
+  static std::string at(int64_t rank, int64_t round, int64_t block = -1) {
+    std::string m = "rank " + std::to_string(rank) + (round < 0 ? std::string(", before any round") : ", round " + std::to_string(round));
+    if (block >= 0) m += ", block " + std::to_string(block);
+    return m + ": ";
+  }
+  Diagnostic& report(const Origin& o, const std::string& msg) {
+    Diagnostic& d = diags_.error(o.span, inst() + msg);
+    if (!o.via.empty()) add_note(d, o.via_span, "this operation comes from " + o.via);
+    return d;
+  }
+  static int64_t first_block(const BlockSet& b) { return b.empty() ? -1 : b.ranges().front().first; }
+
+  // ---- structure ----
+  bool check_peers() {
+    for (int64_t x = 0; x < s_.p; ++x)
+      for (int64_t t = 0; t < s_.num_rounds; ++t)
+        for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
+          if (peer_of(op) == x) {
+            report(origin_of(op), at(x, t, first_block(blocks_of(op))) + "rank " + std::to_string(x) +
+                                       (std::holds_alternative<SendOp>(op) ? " sends to itself" : " receives from itself"));
+            return false;
+          }
+    return true;
+  }
+  /// Ops of rank x in round t with peer y, of one direction.
+  std::vector<const Op*> ops_with(int64_t x, int64_t t, int64_t y, bool sends) const {
+    std::vector<const Op*> v;
+    for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
+      if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends) v.push_back(&op);
+    return v;
+  }
+  bool pair_matches(int64_t x, int64_t t, int64_t y) const {
+    return ops_with(x, t, y, true).size() == ops_with(y, t, x, false).size() &&
+           ops_with(x, t, y, false).size() == ops_with(y, t, x, true).size();
+  }
+  /// Zero-buffering execution: a rank finishes round t when every transfer of its round t
+  /// is matched by the peer's round t (matching by source, destination and round). Ranks
+  /// that can never finish a round are deadlocked; the report follows the wait-for chain.
+  bool check_matching() {
+    const int64_t T = s_.num_rounds;
+    std::vector<int64_t> cur(size_t(s_.p), 0);
+    auto blocker = [&](int64_t x, const Op** op_out) -> int64_t {  // peer x waits for, or -1
+      const int64_t t = cur[size_t(x)];
+      for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
+        const int64_t y = peer_of(op);
+        if (cur[size_t(y)] < t || !pair_matches(x, t, y)) {
+          *op_out = &op;
+          return y;
+        }
+      }
+      return -1;
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int64_t x = 0; x < s_.p; ++x) {
+        const Op* op = nullptr;
+        while (cur[size_t(x)] < T && blocker(x, &op) < 0) {
+          ++cur[size_t(x)];
+          changed = true;
+        }
+      }
+    }
+    int64_t x = -1;
+    for (int64_t y = 0; y < s_.p; ++y)
+      if (cur[size_t(y)] < T && (x < 0 || cur[size_t(y)] < cur[size_t(x)])) x = y;
+    if (x < 0) return check_sizes();
+    // Deadlock: describe the first stuck rank and the chain of ranks it waits for.
+    const Op* op = nullptr;
+    const int64_t t = cur[size_t(x)];
+    const int64_t y = blocker(x, &op);
+    const bool is_send = std::holds_alternative<SendOp>(*op);
+    std::string msg = at(x, t, first_block(blocks_of(*op))) + "deadlock: " + (is_send ? "send to rank " : "receive from rank ") +
+                      std::to_string(y) + " is never matched: rank " + std::to_string(y);
+    if (cur[size_t(y)] < t)
+      msg += " is blocked in round " + std::to_string(cur[size_t(y)]) + " and never reaches round " + std::to_string(t);
+    else
+      msg += " posts no " + std::string(is_send ? "receive from" : "send to") + " rank " + std::to_string(x) + " in round " + std::to_string(t);
+    Diagnostic& d = report(origin_of(*op), msg);
+    // Where does y talk to x instead?
+    for (int64_t u = 0; u < T; ++u)
+      if (u != t)
+        for (const Op* o : ops_with(y, u, x, !is_send)) {
+          add_note(d, origin_of(*o).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
+                                              " in round " + std::to_string(u));
+          u = T;
+          break;
+        }
+    // Wait-for chain.
+    std::vector<int64_t> seen{x};
+    int64_t z = y;
+    for (int guard = 0; guard < 16 && cur[size_t(z)] < T; ++guard) {
+      const Op* zop = nullptr;
+      const int64_t w = blocker(z, &zop);
+      if (w < 0 || !zop) break;
+      add_note(d, origin_of(*zop).span, "rank " + std::to_string(z) + " waits in round " + std::to_string(cur[size_t(z)]) +
+                                            " for rank " + std::to_string(w));
+      if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
+        add_note(d, Span{}, "wait-for cycle closes at rank " + std::to_string(w));
+        break;
+      }
+      seen.push_back(z);
+      z = w;
+    }
+    return false;
+  }
+  bool check_sizes() {
+    for (int64_t t = 0; t < s_.num_rounds; ++t)
+      for (int64_t x = 0; x < s_.p; ++x)
+        for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
+          if (!std::holds_alternative<SendOp>(op)) continue;
+          const int64_t y = peer_of(op);
+          const auto sends = ops_with(x, t, y, true);
+          const auto recvs = ops_with(y, t, x, false);
+          for (size_t k = 0; k < sends.size(); ++k) {
+            const BlockSet& a = blocks_of(*sends[k]);
+            const BlockSet& b = blocks_of(*recvs[k]);
+            if (a != b) {
+              Diagnostic& d = report(origin_of(*sends[k]),
+                                     at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
+                                         " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) + ", which receives blocks " +
+                                         format_blocks(b) + " (sizes agree for every element count only when the block sets are equal)");
+              add_note(d, origin_of(*recvs[k]).span, "the receive of rank " + std::to_string(y) + " is here");
+              return false;
+            }
+          }
+        }
+    return true;
+  }
+  /// No block written twice in a round; no block sent and overwritten (copy) in a round.
+  bool check_races() {
+    for (int64_t x = 0; x < s_.p; ++x)
+      for (int64_t t = 0; t < s_.num_rounds; ++t) {
+        const Round& rd = s_.ranks[size_t(x)][size_t(t)];
+        for (size_t i = 0; i < rd.size(); ++i) {
+          const auto* ri = std::get_if<RecvOp>(&rd[i]);
+          if (!ri) continue;
+          for (size_t j = 0; j < rd.size(); ++j) {
+            if (i == j) continue;
+            const BlockSet both = ri->blocks & blocks_of(rd[j]);
+            if (both.empty()) continue;
+            const bool other_recv = std::holds_alternative<RecvOp>(rd[j]);
+            if (other_recv && j < i) continue;  // reported once
+            if (!other_recv && ri->reduce) continue;  // reduce receives into scratch: no race
+            Diagnostic& d = report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
+                                                   (other_recv ? " are written by two receives" : " are overwritten while being sent") +
+                                                   " in the same round");
+            add_note(d, origin_of(rd[j]).span, other_recv ? "the other receive is here" : "the send is here");
+            return false;
+          }
+        }
+      }
+    return true;
+  }
+
+  // ---- data flow ----
+  int32_t leaf(int64_t rank, int64_t block) {
+    int32_t& id = leaves_[size_t(rank * s_.blocks + block)];
+    if (id == kNone) {
+      Term t;
+      t.block = int32_t(block);
+      t.lo = t.hi = int32_t(rank);
+      t.mask = exact_ ? uint64_t(1) << rank : 0;
+      t.hash = fingerprint(rank);
+      id = int32_t(terms_.size());
+      terms_.push_back(t);
+    }
+    return id;
+  }
+  int32_t combine(int32_t a, int32_t b) {
+    const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+    auto it = consed_.find(key);
+    if (it != consed_.end()) return it->second;
+    const Term& x = terms_[size_t(a)];
+    const Term& y = terms_[size_t(b)];
+    Term t;
+    t.left = a;
+    t.right = b;
+    t.block = x.block == y.block ? x.block : -2;
+    t.lo = std::min(x.lo, y.lo);
+    t.hi = std::max(x.hi, y.hi);
+    t.count = x.count + y.count;
+    t.mask = x.mask | y.mask;
+    t.hash = x.hash + y.hash;
+    t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
+    const int32_t id = int32_t(terms_.size());
+    terms_.push_back(t);
+    consed_.emplace(key, id);
+    return id;
+  }
+  void init_state() {
+    leaves_.assign(size_t(s_.p * s_.blocks), kNone);
+    state_.assign(size_t(s_.p), std::vector<int32_t>(size_t(s_.blocks), kNone));
+    writer_.assign(size_t(s_.p), std::vector<WriteSite>(size_t(s_.blocks)));
+    for (int64_t x = 0; x < s_.p; ++x)
+      for (int64_t b = 0; b < s_.blocks; ++b) {
+        int32_t v = kNone;
+        switch (s_.collective) {
+          case Collective::reduce:
+          case Collective::allreduce:
+          case Collective::reduce_scatter: v = leaf(x, b); break;
+          case Collective::bcast:
+          case Collective::scatter: v = x == s_.root ? leaf(x, b) : kNone; break;
+          case Collective::allgather:
+          case Collective::gather: v = b == x ? leaf(x, b) : kNone; break;
+          case Collective::alltoall: v = leaf(x, b); break;
+        }
+        state_[size_t(x)][size_t(b)] = v;
+      }
+  }
+  struct Update {
+    int64_t rank, block;
+    int32_t term;
+    const Origin* origin;
+  };
+  bool step(int64_t t) {
+    std::vector<Update> ups;
+    for (int64_t y = 0; y < s_.p; ++y) {
+      std::map<int64_t, size_t> nth;  // per source: index among its sends to y
+      for (const Op& op : s_.ranks[size_t(y)][size_t(t)]) {
+        const auto* rv = std::get_if<RecvOp>(&op);
+        if (!rv) continue;
+        const int64_t x = rv->peer;
+        const auto sends = ops_with(x, t, y, true);
+        const Op& snd = *sends[nth[x]++];
+        for (const auto& [lo, hi] : rv->blocks.ranges())
+          for (int64_t b = lo; b < hi; ++b) {
+            const int32_t v = state_[size_t(x)][size_t(b)];
+            if (v == kNone) {
+              Diagnostic& d = report(origin_of(snd), at(x, t, b) + "rank " + std::to_string(x) + " sends block " + std::to_string(b) +
+                                                         " to rank " + std::to_string(y) + " but holds no data for it");
+              add_write_note(d, x, b);
+              return false;
+            }
+            int32_t nv = v;
+            if (rv->reduce) {
+              const int32_t o = state_[size_t(y)][size_t(b)];
+              if (o == kNone) {
+                report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into block " + std::to_string(b) +
+                                       " but holds no data for it");
+                return false;
+              }
+              if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
+                const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
+                Diagnostic& d = report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
+                                                       (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " to block " +
+                                                       std::to_string(b) + " reaches rank " + std::to_string(y) + " twice");
+                add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
+                return false;
+              }
+              nv = x < y ? combine(v, o) : combine(o, v);
+            }
+            ups.push_back({y, b, nv, &rv->origin});
+          }
+      }
+    }
+    for (const Update& u : ups) {
+      state_[size_t(u.rank)][size_t(u.block)] = u.term;
+      writer_[size_t(u.rank)][size_t(u.block)] = {t, u.origin};
+    }
+    return true;
+  }
+  static std::string mask_ranks(uint64_t m) {
+    std::string s = "{";
+    bool first = true;
+    for (int i = 0; i < 64; ++i)
+      if ((m >> i) & 1) {
+        s += (first ? "" : ", ") + std::to_string(i);
+        first = false;
+      }
+    return s + "}";
+  }
+  static std::string list_ranks(const std::vector<int64_t>& v) {
+    std::string s = "{";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "}";
+  }
+  void add_write_note(Diagnostic& d, int64_t x, int64_t b) {
+    const WriteSite& w = writer_[size_t(x)][size_t(b)];
+    if (w.origin) add_note(d, w.origin->span, "block " + std::to_string(b) + " of rank " + std::to_string(x) + " was last written in round " + std::to_string(w.round) + " here");
+  }
+  /// Exact multiplicity of every leaf rank in term id (memoized over the DAG).
+  std::vector<int64_t> multiplicity(int32_t id) {
+    std::unordered_map<int32_t, std::vector<int64_t>> memo;
+    std::vector<int32_t> stack{id};
+    while (!stack.empty()) {
+      const int32_t n = stack.back();
+      if (memo.count(n)) { stack.pop_back(); continue; }
+      const Term& t = terms_[size_t(n)];
+      if (t.left == kNone) {
+        std::vector<int64_t> m(size_t(s_.p), 0);
+        m[size_t(t.lo)] = 1;
+        memo[n] = std::move(m);
+        stack.pop_back();
+        continue;
+      }
+      if (!memo.count(t.left)) { stack.push_back(t.left); continue; }
+      if (!memo.count(t.right)) { stack.push_back(t.right); continue; }
+      std::vector<int64_t> m = memo[t.left];
+      const std::vector<int64_t>& r = memo[t.right];
+      for (size_t i = 0; i < m.size(); ++i) m[i] += r[i];
+      memo[n] = std::move(m);
+      stack.pop_back();
+    }
+    return memo[id];
+  }
+
+  // ---- postcondition ----
+  /// Checks that rank x holds in block b exactly the full reduction of block b.
+  bool expect_reduction(int64_t x, int64_t b, VerifyResult& res) {
+    const int32_t id = state_[size_t(x)][size_t(b)];
+    if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(b));
+    const Term& t = terms_[size_t(id)];
+    bool exact_ok;
+    if (exact_) exact_ok = t.count == s_.p && t.mask == (s_.p == 64 ? ~uint64_t(0) : (uint64_t(1) << s_.p) - 1);
+    else exact_ok = t.count == s_.p && t.hash == full_hash_;
+    if (t.block != b) {
+      Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
+                                                   " ends up combined with data of another block");
+      add_write_note(d, x, b);
+      return false;
+    }
+    if (!exact_ok) {
+      const std::vector<int64_t> m = multiplicity(id);
+      std::vector<int64_t> lost, twice;
+      for (int64_t i = 0; i < s_.p; ++i) {
+        if (m[size_t(i)] == 0) lost.push_back(i);
+        if (m[size_t(i)] > 1) twice.push_back(i);
+      }
+      std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
+      if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
+      if (!twice.empty()) msg += std::string(lost.empty() ? "" : ";") + " counts rank" + (twice.size() > 1 ? "s " : " ") + list_ranks(twice) + " more than once";
+      Diagnostic& d = diags_.error(site(x, b), msg);
+      add_write_note(d, x, b);
+      return false;
+    }
+    if (!t.ordered) res.order_preserving = false;
+    auto [it, fresh] = final_term_.emplace(b, id);
+    if (!fresh && it->second != id) res.same_bracketing = false;
+    return true;
+  }
+  bool expect_leaf(int64_t x, int64_t b, int64_t owner) {
+    const int32_t id = state_[size_t(x)][size_t(b)];
+    if (id == kNone) return missing(x, b, "block " + std::to_string(b) + " of rank " + std::to_string(owner));
+    const Term& t = terms_[size_t(id)];
+    if (t.left != kNone || t.lo != owner || t.block != b) {
+      Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) +
+                                                   " fails: holds " + describe(id) + " instead of block " + std::to_string(b) + " of rank " + std::to_string(owner));
+      add_write_note(d, x, b);
+      return false;
+    }
+    return true;
+  }
+  std::string describe(int32_t id) const {
+    const Term& t = terms_[size_t(id)];
+    if (t.left == kNone) return "block " + std::to_string(t.block) + " of rank " + std::to_string(t.lo);
+    return "a reduction of " + std::to_string(t.count) + " contributions";
+  }
+  bool missing(int64_t x, int64_t b, const std::string& what) {
+    Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " +
+                                                 collective_name(s_.collective) + " fails: rank " + std::to_string(x) + " never receives " + what);
+    (void)d;
+    return false;
+  }
+  Span site(int64_t x, int64_t b) const {
+    const WriteSite& w = writer_[size_t(x)][size_t(b)];
+    return w.origin ? w.origin->span : s_.decl_span;
+  }
+  bool need_blocks_p() {
+    if (s_.blocks == s_.p) return true;
+    diags_.error(Span{}, inst() + std::string(collective_name(s_.collective)) + " schedules need 'blocks p' (one block per rank), got " +
+                             std::to_string(s_.blocks) + " blocks");
+    return false;
+  }
+  bool check_post(VerifyResult& res) {
+    full_hash_ = 0;
+    for (int64_t i = 0; i < s_.p; ++i) full_hash_ += fingerprint(i);
+    const int64_t B = s_.blocks;
+    switch (s_.collective) {
+      case Collective::allreduce:
+        for (int64_t x = 0; x < s_.p; ++x)
+          for (int64_t b = 0; b < B; ++b)
+            if (!expect_reduction(x, b, res)) return false;
+        return true;
+      case Collective::reduce:
+        for (int64_t b = 0; b < B; ++b)
+          if (!expect_reduction(s_.root, b, res)) return false;
+        return true;
+      case Collective::reduce_scatter:
+        if (!need_blocks_p()) return false;
+        for (int64_t x = 0; x < s_.p; ++x)
+          if (!expect_reduction(x, x, res)) return false;
+        return true;
+      case Collective::bcast:
+        for (int64_t x = 0; x < s_.p; ++x)
+          for (int64_t b = 0; b < B; ++b)
+            if (!expect_leaf(x, b, s_.root)) return false;
+        return true;
+      case Collective::allgather:
+        if (!need_blocks_p()) return false;
+        for (int64_t x = 0; x < s_.p; ++x)
+          for (int64_t b = 0; b < B; ++b)
+            if (!expect_leaf(x, b, b)) return false;
+        return true;
+      case Collective::gather:
+        if (!need_blocks_p()) return false;
+        for (int64_t b = 0; b < B; ++b)
+          if (!expect_leaf(s_.root, b, b)) return false;
+        return true;
+      case Collective::scatter:
+        if (!need_blocks_p()) return false;
+        for (int64_t x = 0; x < s_.p; ++x)
+          if (!expect_leaf(x, x, s_.root)) return false;
+        return true;
+      case Collective::alltoall:
+        diags_.error(Span{}, inst() + "alltoall needs the p x p block grid data model, which this verifier version does not have");
+        return false;
+    }
+    return false;
+  }
+
+  const Schedule& s_;
+  DiagnosticSink& diags_;
+  bool exact_;
+  uint64_t full_hash_ = 0;
+  std::vector<Term> terms_;
+  std::vector<int32_t> leaves_;
+  std::unordered_map<uint64_t, int32_t> consed_;
+  std::vector<std::vector<int32_t>> state_;
+  std::vector<std::vector<WriteSite>> writer_;
+  std::map<int64_t, int32_t> final_term_;
+};
+
+}  // namespace
+
+VerifyResult verify(const Schedule& s, DiagnosticSink& diags, const VerifyOptions& opt) {
+  return Verifier(s, diags, opt).run();
+}
+
+}  // namespace bine

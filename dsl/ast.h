@@ -1,0 +1,117 @@
+// The syntax tree of the schedule language. After sema (dsl/sema.h) the tree is the
+// Program IR: every name is resolved to a slot or a built-in, every expression is typed,
+// and the round structure is fixed (docs/architecture.md, "Program IR"). Nodes keep the
+// source span that later diagnostics and schedule ops point at.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "token.h"
+
+namespace bine {
+
+enum class Type { error, integer, boolean, set };
+const char* type_name(Type t);
+
+enum class ExprKind {
+  integer, boolean, name, unary, binary, ternary, call,
+  set_all, set_none, set_block, set_range, set_wrap, set_stride, set_filter,
+};
+
+/// What a name refers to after sema.
+enum class NameKind { unresolved, p, r, root, commutative, slot, fn_param };
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  ExprKind kind;
+  Span span;
+  Type type = Type::error;
+  int64_t value = 0;   ///< integer / boolean literal
+  std::string name;    ///< name, callee, or filter variable
+  Tok op = Tok::eof;   ///< unary / binary operator
+  std::vector<ExprPtr> kids;
+  // resolution (sema)
+  NameKind ref = NameKind::unresolved;
+  int slot = -1;       ///< slot (name, set_filter variable) or fn parameter index
+  int builtin = -1;    ///< call: index in builtin table, or -1 for a user fn
+  int fn = -1;         ///< call: index of the user fn in Program::fns
+};
+
+enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror };
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+struct Stmt {
+  StmtKind kind;
+  Span span;
+  std::string name;  ///< let/var/assign target, loop variable, phase name
+  std::string other; ///< mirror: the mirrored phase
+  Span name_span;
+  ExprPtr a, b, c;   ///< let/var/assign: a; for: a..b; if: a; send/recv: a=set, b=peer;
+                     ///< exchange: a=out set, b=in set, c=peer
+  bool reduce = false;
+  Block body, else_body;
+  // sema
+  int slot = -1;             ///< declared or assigned slot
+  bool communicates = false; ///< contains send/recv/exchange
+  bool round = false;        ///< a round statement: one round per execution
+  bool round_loop = false;   ///< a for at round level: one round per iteration
+  bool round_level_if = false; ///< an if at round level whose branches hold round loops
+  int phase_id = -1;         ///< phase / mirror: id; mirror: phase_id of the mirrored phase in `mirror_of`
+  int mirror_of = -1;
+};
+
+struct FnDecl {
+  std::string name;
+  Span span;
+  std::vector<std::string> params;
+  ExprPtr body;
+  Type result = Type::error;
+};
+
+struct Param {
+  std::string name;
+  Span span;
+  ExprPtr init;
+  int slot = -1;
+};
+
+/// The collectives the language knows (docs/language.md, "Collective contracts").
+enum class Collective { bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter, alltoall };
+const char* collective_name(Collective c);
+bool collective_from_name(const std::string& s, Collective& c);
+bool collective_is_rooted(Collective c);
+bool collective_reduces(Collective c);
+
+struct ScheduleDecl {
+  std::string name;
+  Span span, name_span;
+  std::string collective_name;
+  Span collective_span;
+  Collective collective = Collective::allreduce;
+  std::vector<ExprPtr> requires_;
+  ExprPtr blocks;          ///< null: `blocks p`
+  Span fold_span;
+  bool fold = false;       ///< `fold`: two-one elimination around the body
+  std::vector<Param> params;
+  std::vector<FnDecl> fns; ///< fns local to the schedule
+  Block body;
+  // sema
+  int num_slots = 0;
+  std::vector<std::string> slot_names;
+  int num_phases = 0;
+  bool uses_commutative_requirement = false;  ///< a `requires` mentions `commutative`
+};
+
+struct Program {
+  std::vector<std::unique_ptr<SourceFile>> files;
+  std::vector<FnDecl> fns;  ///< top-level fns
+  std::vector<ScheduleDecl> schedules;
+};
+
+}  // namespace bine

@@ -1,0 +1,23 @@
+// The built-in functions of the schedule language: name, argument types, result type.
+// Their semantics live in runtime/include/bine/builtins.hpp, shared with generated code.
+#pragma once
+#include <vector>
+
+#include "ast.h"
+
+namespace bine {
+
+struct BuiltinFn {
+  const char* name;
+  std::vector<Type> args;
+  Type result;
+  const char* cpp;  ///< C++ spelling in generated code
+  const char* doc;  ///< one line for docs/language.md
+};
+
+/// The table, in a fixed order (indices are stored in Expr::builtin).
+const std::vector<BuiltinFn>& builtin_fns();
+/// Index of a built-in by name, or -1.
+int find_builtin(const std::string& name);
+
+}  // namespace bine

@@ -1,0 +1,560 @@
+// Recursive-descent parser. Each function is preceded by the grammar rule it parses.
+#include "parser.h"
+
+namespace bine {
+namespace {
+
+constexpr size_t kMaxErrors = 100;
+constexpr int kMaxDepth = 200;
+
+class Parser {
+ public:
+  Parser(const SourceFile& f, Program& prog, DiagnosticSink& d)
+      : toks_(lex(f, d)), prog_(prog), diags_(d) {}
+
+  // file := { schedule_decl | fn_decl }
+  void parse_file() {
+    while (!at(Tok::eof) && !too_many()) {
+      const size_t before = pos_;
+      if (at(Tok::kw_schedule)) {
+        schedule_decl();
+      } else if (at(Tok::kw_fn)) {
+        FnDecl f;
+        if (fn_decl(f)) prog_.fns.push_back(std::move(f));
+      } else {
+        error_here("expected 'schedule' or 'fn' at top level, found " + describe(cur()));
+        while (!at(Tok::eof) && !at(Tok::kw_schedule) && !at(Tok::kw_fn)) ++pos_;
+      }
+      if (pos_ == before) ++pos_;
+    }
+  }
+
+ private:
+  // ---- token helpers ----
+  const Token& cur() const { return toks_[pos_]; }
+  const Token& peek(size_t k = 1) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  bool at(Tok k) const { return cur().kind == k; }
+  bool accept(Tok k) {
+    if (!at(k)) return false;
+    ++pos_;
+    return true;
+  }
+  bool too_many() const { return diags_.error_count() >= kMaxErrors; }
+  static std::string describe(const Token& t) {
+    if (t.kind == Tok::ident) return "identifier '" + t.text + "'";
+    if (t.kind == Tok::integer) return "integer '" + t.text + "'";
+    return tok_name(t.kind);
+  }
+  void error_here(const std::string& msg) {
+    if (too_many()) return;
+    Diagnostic& d = diags_.error(cur().span, msg);
+    if (diags_.error_count() == kMaxErrors) add_note(d, Span{}, "too many errors, stopping");
+  }
+  bool expect(Tok k, const char* context) {
+    if (accept(k)) return true;
+    error_here(std::string("expected ") + tok_name(k) + " " + context + ", found " + describe(cur()));
+    return false;
+  }
+  Span span_from(const Span& b) const {
+    Span s = b;
+    const Token& last = toks_[pos_ > 0 ? pos_ - 1 : 0];
+    if (last.span.file == b.file && last.span.end > s.end) s.end = last.span.end;
+    return s;
+  }
+  /// Skips to a likely statement start after a syntax error.
+  void synchronize() {
+    int depth = 0;
+    while (!at(Tok::eof)) {
+      switch (cur().kind) {
+        case Tok::semi: if (depth == 0) { ++pos_; return; } break;
+        case Tok::lbrace: ++depth; break;
+        case Tok::rbrace: if (depth == 0) return; --depth; break;
+        case Tok::kw_let: case Tok::kw_var: case Tok::kw_for: case Tok::kw_if: case Tok::kw_send:
+        case Tok::kw_recv: case Tok::kw_exchange: case Tok::kw_phase: case Tok::kw_schedule:
+        case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn:
+          if (depth == 0) return;
+          break;
+        default: break;
+      }
+      ++pos_;
+    }
+  }
+
+  // fn_decl := 'fn' IDENT '(' [IDENT {',' IDENT}] ')' '=' expr
+  bool fn_decl(FnDecl& f) {
+    f.span = cur().span;
+    expect(Tok::kw_fn, "");
+    if (!at(Tok::ident)) { error_here("expected function name after 'fn', found " + describe(cur())); synchronize(); return false; }
+    f.name = cur().text;
+    ++pos_;
+    if (!expect(Tok::lparen, "after function name")) { synchronize(); return false; }
+    if (!at(Tok::rparen)) {
+      do {
+        if (!at(Tok::ident)) { error_here("expected parameter name, found " + describe(cur())); synchronize(); return false; }
+        f.params.push_back(cur().text);
+        ++pos_;
+      } while (accept(Tok::comma));
+    }
+    if (!expect(Tok::rparen, "after parameters") || !expect(Tok::assign, "before function body")) { synchronize(); return false; }
+    f.body = expr();
+    if (!f.body) { synchronize(); return false; }
+    f.span = span_from(f.span);
+    accept(Tok::semi);
+    return true;
+  }
+
+  // schedule_decl := 'schedule' IDENT 'implements' IDENT '{' { item } '}'
+  void schedule_decl() {
+    ScheduleDecl s;
+    s.span = cur().span;
+    ++pos_;
+    if (!at(Tok::ident)) { error_here("expected schedule name, found " + describe(cur())); skip_schedule(); return; }
+    s.name = cur().text;
+    s.name_span = cur().span;
+    ++pos_;
+    if (!expect(Tok::kw_implements, "after schedule name")) { skip_schedule(); return; }
+    if (!at(Tok::ident)) { error_here("expected a collective name after 'implements', found " + describe(cur())); skip_schedule(); return; }
+    s.collective_name = cur().text;
+    s.collective_span = cur().span;
+    ++pos_;
+    if (!expect(Tok::lbrace, "to open the schedule body")) { skip_schedule(); return; }
+    while (!at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+      const size_t before = pos_;
+      item(s);
+      if (pos_ == before) { error_here("unexpected " + describe(cur())); ++pos_; synchronize(); }
+    }
+    expect(Tok::rbrace, "to close the schedule body");
+    prog_.schedules.push_back(std::move(s));
+  }
+  void skip_schedule() {
+    while (!at(Tok::eof) && !at(Tok::kw_schedule)) ++pos_;
+  }
+
+  // item := 'requires' expr | 'blocks' expr | 'fold' | 'params' '{' {IDENT '=' expr [',']} '}'
+  //       | fn_decl | stmt
+  void item(ScheduleDecl& s) {
+    if (accept(Tok::kw_requires)) {
+      if (ExprPtr e = expr()) s.requires_.push_back(std::move(e)); else synchronize();
+      accept(Tok::semi);
+    } else if (at(Tok::kw_blocks)) {
+      const Span b = cur().span;
+      ++pos_;
+      if (s.blocks) diags_.error(b, "duplicate 'blocks' declaration");
+      if (ExprPtr e = expr()) s.blocks = std::move(e); else synchronize();
+      accept(Tok::semi);
+    } else if (at(Tok::kw_fold)) {
+      if (s.fold) diags_.error(cur().span, "duplicate 'fold' declaration");
+      s.fold = true;
+      s.fold_span = cur().span;
+      ++pos_;
+      accept(Tok::semi);
+    } else if (accept(Tok::kw_params)) {
+      if (!expect(Tok::lbrace, "after 'params'")) { synchronize(); return; }
+      while (at(Tok::ident)) {
+        Param pr;
+        pr.name = cur().text;
+        pr.span = cur().span;
+        ++pos_;
+        if (!expect(Tok::assign, "after parameter name")) { synchronize(); break; }
+        pr.init = expr();
+        if (!pr.init) { synchronize(); break; }
+        s.params.push_back(std::move(pr));
+        if (!accept(Tok::comma)) accept(Tok::semi);
+      }
+      expect(Tok::rbrace, "to close 'params'");
+    } else if (at(Tok::kw_fn)) {
+      FnDecl f;
+      if (fn_decl(f)) s.fns.push_back(std::move(f));
+    } else {
+      if (StmtPtr st = stmt(/*top=*/true)) s.body.push_back(std::move(st));
+    }
+  }
+
+  // block := '{' { stmt } '}'
+  bool block(Block& out, const char* what) {
+    if (!expect(Tok::lbrace, what)) return false;
+    while (!at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+      const size_t before = pos_;
+      if (StmtPtr st = stmt(false)) out.push_back(std::move(st));
+      if (pos_ == before) { ++pos_; synchronize(); }
+    }
+    return expect(Tok::rbrace, "to close the block");
+  }
+
+  // stmt := 'let' IDENT '=' expr | 'var' IDENT '=' expr | IDENT '=' expr
+  //       | 'for' IDENT 'in' expr '..' expr block
+  //       | 'if' expr block ['else' (if_stmt | block)]
+  //       | 'send' set 'to' expr | 'recv' set 'from' expr ['reduce' | 'copy']
+  //       | 'exchange' set '/' set 'with' expr ['reduce' | 'copy']
+  //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')')      (top level only)
+  StmtPtr stmt(bool top) {
+    if (++depth_ > kMaxDepth) {
+      error_here("statements nested too deeply");
+      --depth_;
+      pos_ = toks_.size() - 1;
+      return nullptr;
+    }
+    StmtPtr s = stmt_inner(top);
+    --depth_;
+    accept(Tok::semi);
+    return s;
+  }
+  StmtPtr make_stmt(StmtKind k) {
+    auto s = std::make_unique<Stmt>();
+    s->kind = k;
+    s->span = cur().span;
+    return s;
+  }
+  StmtPtr fail() {
+    synchronize();
+    return nullptr;
+  }
+  StmtPtr stmt_inner(bool top) {
+    switch (cur().kind) {
+      case Tok::kw_let:
+      case Tok::kw_var: {
+        StmtPtr s = make_stmt(at(Tok::kw_let) ? StmtKind::let : StmtKind::var);
+        ++pos_;
+        if (!at(Tok::ident)) { error_here("expected a name after " + std::string(s->kind == StmtKind::let ? "'let'" : "'var'") + ", found " + describe(cur())); return fail(); }
+        s->name = cur().text;
+        s->name_span = cur().span;
+        ++pos_;
+        if (!expect(Tok::assign, "after the name")) return fail();
+        if (!(s->a = expr())) return fail();
+        s->span = span_from(s->span);
+        return s;
+      }
+      case Tok::ident: {
+        if (peek().kind != Tok::assign) {
+          error_here("expected a statement, found " + describe(cur()) +
+                     (peek().kind == Tok::lparen ? " (a call is not a statement)" : ""));
+          return fail();
+        }
+        StmtPtr s = make_stmt(StmtKind::assign);
+        s->name = cur().text;
+        s->name_span = cur().span;
+        pos_ += 2;
+        if (!(s->a = expr())) return fail();
+        s->span = span_from(s->span);
+        return s;
+      }
+      case Tok::kw_for: {
+        StmtPtr s = make_stmt(StmtKind::for_);
+        ++pos_;
+        if (!at(Tok::ident)) { error_here("expected loop variable after 'for', found " + describe(cur())); return fail(); }
+        s->name = cur().text;
+        s->name_span = cur().span;
+        ++pos_;
+        if (!expect(Tok::kw_in, "after the loop variable")) return fail();
+        if (!(s->a = expr())) return fail();
+        if (!expect(Tok::dotdot, "between the loop bounds")) return fail();
+        if (!(s->b = expr())) return fail();
+        if (!block(s->body, "to open the loop body")) return fail();
+        return s;
+      }
+      case Tok::kw_if: return if_stmt();
+      case Tok::kw_send:
+      case Tok::kw_recv: {
+        const bool is_send = at(Tok::kw_send);
+        StmtPtr s = make_stmt(is_send ? StmtKind::send : StmtKind::recv);
+        ++pos_;
+        if (!(s->a = expr())) return fail();
+        if (!expect(is_send ? Tok::kw_to : Tok::kw_from, is_send ? "after the blocks to send" : "after the blocks to receive")) return fail();
+        if (!(s->b = expr())) return fail();
+        if (!is_send) reduce_or_copy(*s);
+        s->span = span_from(s->span);
+        return s;
+      }
+      case Tok::kw_exchange: {
+        StmtPtr s = make_stmt(StmtKind::exchange);
+        ++pos_;
+        no_slash_ = true;
+        s->a = expr();
+        no_slash_ = false;
+        if (!s->a) return fail();
+        if (!expect(Tok::slash, "between the sent and the received blocks")) return fail();
+        if (!(s->b = expr())) return fail();
+        if (!expect(Tok::kw_with, "before the exchange partner")) return fail();
+        if (!(s->c = expr())) return fail();
+        reduce_or_copy(*s);
+        s->span = span_from(s->span);
+        return s;
+      }
+      case Tok::kw_phase: {
+        StmtPtr s = make_stmt(StmtKind::phase);
+        if (!top) { error_here("'phase' is only allowed at the top level of a schedule"); }
+        ++pos_;
+        if (!at(Tok::ident)) { error_here("expected phase name, found " + describe(cur())); return fail(); }
+        s->name = cur().text;
+        s->name_span = cur().span;
+        ++pos_;
+        if (accept(Tok::assign)) {
+          s->kind = StmtKind::mirror;
+          if (!expect(Tok::kw_mirror, "after '=' in a phase declaration")) return fail();
+          if (!expect(Tok::lparen, "after 'mirror'")) return fail();
+          if (!at(Tok::ident)) { error_here("expected the name of the mirrored phase, found " + describe(cur())); return fail(); }
+          s->other = cur().text;
+          s->c = std::make_unique<Expr>();
+          s->c->kind = ExprKind::name;
+          s->c->span = cur().span;
+          ++pos_;
+          if (!expect(Tok::rparen, "after the mirrored phase")) return fail();
+          s->span = span_from(s->span);
+          return s;
+        }
+        if (!block(s->body, "to open the phase body")) return fail();
+        return top ? std::move(s) : nullptr;
+      }
+      default:
+        error_here("expected a statement, found " + describe(cur()));
+        return fail();
+    }
+  }
+  void reduce_or_copy(Stmt& s) {
+    if (accept(Tok::kw_reduce)) s.reduce = true;
+    else accept(Tok::kw_copy);
+  }
+  StmtPtr if_stmt() {
+    StmtPtr s = make_stmt(StmtKind::if_);
+    ++pos_;
+    if (!(s->a = expr())) return fail();
+    if (!block(s->body, "to open the 'if' body")) return fail();
+    if (accept(Tok::kw_else)) {
+      if (at(Tok::kw_if)) {
+        if (StmtPtr e = if_stmt()) s->else_body.push_back(std::move(e));
+      } else if (!block(s->else_body, "after 'else'")) {
+        return fail();
+      }
+    }
+    return s;
+  }
+
+  // ---- expressions ----
+  // expr := or_expr ['?' expr ':' expr]
+  ExprPtr expr() {
+    if (++depth_ > kMaxDepth) {
+      error_here("expression nested too deeply");
+      --depth_;
+      pos_ = toks_.size() - 1;
+      return nullptr;
+    }
+    ExprPtr e = ternary();
+    --depth_;
+    return e;
+  }
+  ExprPtr ternary() {
+    ExprPtr c = binary(0);
+    if (!c || !at(Tok::question)) return c;
+    ++pos_;
+    auto t = std::make_unique<Expr>();
+    t->kind = ExprKind::ternary;
+    t->span = c->span;
+    ExprPtr a = expr();
+    if (!a || !expect(Tok::colon, "in a conditional expression")) return nullptr;
+    ExprPtr b = expr();
+    if (!b) return nullptr;
+    t->kids.push_back(std::move(c));
+    t->kids.push_back(std::move(a));
+    t->kids.push_back(std::move(b));
+    t->span = span_from(t->span);
+    return t;
+  }
+  /// Binary precedence, lowest first: || ; && ; == != ; < <= > >= ; | ; ^ ; & ; << >> ;
+  /// + - ; * / %. Bitwise operators bind tighter than comparisons (unlike C).
+  static int prec(Tok t) {
+    switch (t) {
+      case Tok::pipepipe: return 1;
+      case Tok::ampamp: return 2;
+      case Tok::eq: case Tok::ne: return 3;
+      case Tok::lt: case Tok::le: case Tok::gt: case Tok::ge: return 4;
+      case Tok::pipe: return 5;
+      case Tok::caret: return 6;
+      case Tok::amp: return 7;
+      case Tok::shl: case Tok::shr: return 8;
+      case Tok::plus: case Tok::minus: return 9;
+      case Tok::star: case Tok::slash: case Tok::percent: return 10;
+      default: return 0;
+    }
+  }
+  ExprPtr binary(int min_prec) {
+    ExprPtr lhs = unary();
+    while (lhs) {
+      const Tok op = cur().kind;
+      const int pr = prec(op);
+      if (pr == 0 || pr <= min_prec) break;
+      if (op == Tok::slash && no_slash_) break;
+      ++pos_;
+      ExprPtr rhs = binary(pr);
+      if (!rhs) return nullptr;
+      auto b = std::make_unique<Expr>();
+      b->kind = ExprKind::binary;
+      b->op = op;
+      b->span = lhs->span;
+      b->kids.push_back(std::move(lhs));
+      b->kids.push_back(std::move(rhs));
+      b->span = span_from(b->span);
+      lhs = std::move(b);
+    }
+    return lhs;
+  }
+  // unary := ('-' | '!' | '~') unary | primary
+  ExprPtr unary() {
+    if (at(Tok::minus) || at(Tok::bang) || at(Tok::tilde)) {
+      auto u = std::make_unique<Expr>();
+      u->kind = ExprKind::unary;
+      u->op = cur().kind;
+      u->span = cur().span;
+      ++pos_;
+      if (++depth_ > kMaxDepth) { error_here("expression nested too deeply"); --depth_; pos_ = toks_.size() - 1; return nullptr; }
+      ExprPtr k = unary();
+      --depth_;
+      if (!k) return nullptr;
+      u->kids.push_back(std::move(k));
+      u->span = span_from(u->span);
+      return u;
+    }
+    return primary();
+  }
+  ExprPtr node(ExprKind k, const Span& s) {
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    e->span = s;
+    return e;
+  }
+  /// Parses '(' expr {',' expr} ')' into e->kids, with `/` allowed inside.
+  bool args(Expr& e, const char* what) {
+    if (!expect(Tok::lparen, what)) return false;
+    const bool saved = no_slash_;
+    no_slash_ = false;
+    if (!at(Tok::rparen)) {
+      do {
+        ExprPtr a = expr();
+        if (!a) { no_slash_ = saved; return false; }
+        e.kids.push_back(std::move(a));
+      } while (accept(Tok::comma));
+    }
+    no_slash_ = saved;
+    return expect(Tok::rparen, "to close the argument list");
+  }
+  // primary := INT | 'true' | 'false' | IDENT ['(' args ')'] | '(' expr ')' | 'all' | 'none'
+  //          | 'block' '(' expr ')' | '[' expr ',' expr ')' | 'wrap' '[' expr ',' expr ')'
+  //          | 'stride' '(' expr ',' expr ',' expr ')' | '{' IDENT 'in' expr 'if' expr '}'
+  ExprPtr primary() {
+    const Token t = cur();
+    switch (t.kind) {
+      case Tok::integer: { ++pos_; auto e = node(ExprKind::integer, t.span); e->value = t.value; return e; }
+      case Tok::kw_true: case Tok::kw_false: {
+        ++pos_;
+        auto e = node(ExprKind::boolean, t.span);
+        e->value = t.kind == Tok::kw_true;
+        return e;
+      }
+      case Tok::ident: {
+        ++pos_;
+        if (at(Tok::lparen)) {
+          auto e = node(ExprKind::call, t.span);
+          e->name = t.text;
+          if (!args(*e, "")) return nullptr;
+          e->span = span_from(e->span);
+          return e;
+        }
+        auto e = node(ExprKind::name, t.span);
+        e->name = t.text;
+        return e;
+      }
+      case Tok::lparen: {
+        ++pos_;
+        const bool saved = no_slash_;
+        no_slash_ = false;
+        ExprPtr e = expr();
+        no_slash_ = saved;
+        if (!e || !expect(Tok::rparen, "to close the parenthesis")) return nullptr;
+        return e;
+      }
+      case Tok::kw_all: ++pos_; return node(ExprKind::set_all, t.span);
+      case Tok::kw_none: ++pos_; return node(ExprKind::set_none, t.span);
+      case Tok::kw_block: {
+        ++pos_;
+        auto e = node(ExprKind::set_block, t.span);
+        if (!args(*e, "after 'block'")) return nullptr;
+        if (e->kids.size() != 1) { diags_.error(e->span, "'block' takes one argument (a block index)"); return nullptr; }
+        e->span = span_from(e->span);
+        return e;
+      }
+      case Tok::kw_stride: {
+        ++pos_;
+        auto e = node(ExprKind::set_stride, t.span);
+        if (!args(*e, "after 'stride'")) return nullptr;
+        e->span = span_from(e->span);
+        if (e->kids.size() != 3) { diags_.error(e->span, "'stride' takes three arguments (first, step, count)"); return nullptr; }
+        return e;
+      }
+      case Tok::kw_wrap: {
+        ++pos_;
+        if (!at(Tok::lbracket)) { error_here("expected '[' after 'wrap', found " + describe(cur())); return nullptr; }
+        ExprPtr e = range(t.span);
+        if (e) e->kind = ExprKind::set_wrap;
+        return e;
+      }
+      case Tok::lbracket: return range(t.span);
+      case Tok::lbrace: {
+        ++pos_;
+        auto e = node(ExprKind::set_filter, t.span);
+        if (!at(Tok::ident)) { error_here("expected a block variable in a set comprehension, found " + describe(cur())); return nullptr; }
+        e->name = cur().text;
+        ++pos_;
+        if (!expect(Tok::kw_in, "in a set comprehension")) return nullptr;
+        const bool saved = no_slash_;
+        no_slash_ = false;
+        ExprPtr s = expr();
+        if (!s || !expect(Tok::kw_if, "in a set comprehension")) { no_slash_ = saved; return nullptr; }
+        ExprPtr c = expr();
+        no_slash_ = saved;
+        if (!c || !expect(Tok::rbrace, "to close the set comprehension")) return nullptr;
+        e->kids.push_back(std::move(s));
+        e->kids.push_back(std::move(c));
+        e->span = span_from(e->span);
+        return e;
+      }
+      default:
+        error_here("expected an expression, found " + describe(t));
+        return nullptr;
+    }
+  }
+  // range := '[' expr ',' expr ')'
+  ExprPtr range(const Span& start) {
+    auto e = node(ExprKind::set_range, start);
+    expect(Tok::lbracket, "");
+    const bool saved = no_slash_;
+    no_slash_ = false;
+    ExprPtr a = expr();
+    if (!a || !expect(Tok::comma, "in a block range '[a, b)'")) { no_slash_ = saved; return nullptr; }
+    ExprPtr b = expr();
+    no_slash_ = saved;
+    if (!b) return nullptr;
+    if (!at(Tok::rparen)) {
+      error_here(std::string("expected ')' to close the half-open block range '[a, b)', found ") + describe(cur()));
+      return nullptr;
+    }
+    ++pos_;
+    e->kids.push_back(std::move(a));
+    e->kids.push_back(std::move(b));
+    e->span = span_from(e->span);
+    return e;
+  }
+
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  Program& prog_;
+  DiagnosticSink& diags_;
+  bool no_slash_ = false;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+void parse_file(const SourceFile& file, Program& program, DiagnosticSink& diags) {
+  Parser(file, program, diags).parse_file();
+}
+
+}  // namespace bine

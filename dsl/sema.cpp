@@ -1,0 +1,512 @@
+// Sema: resolves names to slots, types every expression, enforces the collective rules
+// (reduce only in reducing collectives, fold only where an elimination is defined) and
+// fixes the round structure (docs/language.md, "Rounds").
+#include "sema.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "builtins_table.h"
+#include "parser.h"
+
+namespace bine {
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::error: return "<error>";
+    case Type::integer: return "int";
+    case Type::boolean: return "bool";
+    case Type::set: return "block set";
+  }
+  return "?";
+}
+
+static const char* const kCollectiveNames[] = {"bcast",     "reduce", "allreduce", "reduce_scatter",
+                                               "allgather", "gather", "scatter",   "alltoall"};
+
+const char* collective_name(Collective c) { return kCollectiveNames[int(c)]; }
+bool collective_from_name(const std::string& s, Collective& c) {
+  for (int i = 0; i < 8; ++i)
+    if (s == kCollectiveNames[i]) {
+      c = Collective(i);
+      return true;
+    }
+  return false;
+}
+bool collective_is_rooted(Collective c) {
+  return c == Collective::bcast || c == Collective::reduce || c == Collective::gather ||
+         c == Collective::scatter;
+}
+bool collective_reduces(Collective c) {
+  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
+}
+
+namespace {
+
+enum class VarKind { let, var, loop, param, filter };
+
+struct Binding {
+  int slot;
+  Type type;
+  VarKind kind;
+  Span decl;
+};
+
+class Sema {
+ public:
+  Sema(Program& p, DiagnosticSink& d) : prog_(p), diags_(d) {}
+
+  void run() {
+    for (size_t i = 0; i < prog_.fns.size(); ++i) check_fn(prog_.fns[i], nullptr, i);
+    std::map<std::string, Span> seen;
+    for (ScheduleDecl& s : prog_.schedules) {
+      auto [it, fresh] = seen.emplace(s.name, s.name_span);
+      if (!fresh) {
+        Diagnostic& d = diags_.error(s.name_span, "redefinition of schedule '" + s.name + "'");
+        add_note(d, it->second, "previous definition is here");
+      }
+      check_schedule(s);
+    }
+  }
+
+ private:
+  // ---- scopes ----
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+  const Binding* lookup(const std::string& n) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(n);
+      if (f != it->end()) return &f->second;
+    }
+    return nullptr;
+  }
+  static bool reserved(const std::string& n) {
+    return n == "p" || n == "r" || n == "root" || n == "commutative" || n == "n";
+  }
+  int declare(const std::string& n, Type t, VarKind k, const Span& at) {
+    if (reserved(n)) {
+      diags_.error(at, "'" + n + "' is a reserved name of the schedule scope and cannot be redefined");
+    } else if (find_builtin(n) >= 0) {
+      diags_.error(at, "'" + n + "' is the name of a built-in function");
+    } else if (auto f = scopes_.back().find(n); f != scopes_.back().end()) {
+      Diagnostic& d = diags_.error(at, "redefinition of '" + n + "' in the same scope");
+      add_note(d, f->second.decl, "previous definition is here");
+    }
+    const int slot = sched_->num_slots++;
+    sched_->slot_names.push_back(n);
+    scopes_.back()[n] = Binding{slot, t, k, at};
+    return slot;
+  }
+
+  // ---- fns ----
+  /// Checks a fn; `owner` is the schedule for schedule-local fns. Fns see their
+  /// parameters, p/r/root/commutative, the schedule's params, and earlier fns.
+  void check_fn(FnDecl& f, ScheduleDecl* owner, size_t index) {
+    if (find_builtin(f.name) >= 0) diags_.error(f.span, "'" + f.name + "' is the name of a built-in function");
+    for (size_t i = 0; i < f.params.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (f.params[i] == f.params[j]) diags_.error(f.span, "duplicate parameter '" + f.params[i] + "' in fn '" + f.name + "'");
+    fn_params_ = &f.params;
+    fn_limit_ = owner ? owner->fns.size() : index;
+    fn_owner_limit_ = owner ? index : 0;
+    fn_top_limit_ = owner ? prog_.fns.size() : index;
+    in_fn_ = true;
+    auto saved = std::move(scopes_);
+    scopes_.clear();
+    if (owner) {
+      push();
+      for (const Param& pr : owner->params)
+        if (pr.slot >= 0) scopes_.back()[pr.name] = Binding{pr.slot, Type::integer, VarKind::param, pr.span};
+    }
+    f.result = f.body ? check_expr(*f.body) : Type::error;
+    scopes_ = std::move(saved);
+    in_fn_ = false;
+    fn_params_ = nullptr;
+  }
+  const FnDecl* find_fn(const std::string& n, int& index, bool& local) const {
+    if (sched_) {
+      const size_t lim = in_fn_ ? fn_owner_limit_ : sched_->fns.size();
+      for (size_t i = 0; i < lim && i < sched_->fns.size(); ++i)
+        if (sched_->fns[i].name == n) { index = int(i); local = true; return &sched_->fns[i]; }
+    }
+    const size_t lim = in_fn_ ? fn_top_limit_ : prog_.fns.size();
+    for (size_t i = 0; i < lim && i < prog_.fns.size(); ++i)
+      if (prog_.fns[i].name == n) { index = int(i); local = false; return &prog_.fns[i]; }
+    return nullptr;
+  }
+
+  // ---- schedules ----
+  void check_schedule(ScheduleDecl& s) {
+    sched_ = &s;
+    scopes_.clear();
+    phases_.clear();
+    if (!collective_from_name(s.collective_name, s.collective))
+      diags_.error(s.collective_span, "unknown collective '" + s.collective_name +
+                                          "' (expected bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter or alltoall)");
+    if (s.fold && !(s.collective == Collective::allreduce || s.collective == Collective::bcast ||
+                    s.collective == Collective::reduce))
+      diags_.error(s.fold_span, std::string("'fold' is defined for allreduce, bcast and reduce, not for ") +
+                                    collective_name(s.collective));
+    push();
+    for (Param& pr : s.params) {
+      const Type t = pr.init ? check_expr(*pr.init) : Type::error;
+      if (t != Type::integer && t != Type::error) diags_.error(pr.init->span, "parameter '" + pr.name + "' must be an int, not " + type_name(t));
+      pr.slot = declare(pr.name, Type::integer, VarKind::param, pr.span);
+    }
+    for (size_t i = 0; i < s.fns.size(); ++i) check_fn(s.fns[i], &s, i);
+    for (ExprPtr& e : s.requires_) {
+      const Type t = check_expr(*e);
+      if (t != Type::boolean && t != Type::error) diags_.error(e->span, std::string("'requires' needs a bool condition, not ") + type_name(t));
+      if (mentions_commutative(*e)) s.uses_commutative_requirement = true;
+    }
+    if (s.blocks) {
+      const Type t = check_expr(*s.blocks);
+      if (t != Type::integer && t != Type::error) diags_.error(s.blocks->span, std::string("'blocks' needs an int block count, not ") + type_name(t));
+    }
+    check_block(s.body, /*round_level=*/true, /*in_round=*/false, /*top=*/true);
+    s.num_phases = int(phases_.size());
+    pop();
+    sched_ = nullptr;
+  }
+  static bool mentions_commutative(const Expr& e) {
+    if (e.kind == ExprKind::name && e.ref == NameKind::commutative) return true;
+    for (const ExprPtr& k : e.kids)
+      if (mentions_commutative(*k)) return true;
+    return false;
+  }
+
+  void check_block(Block& b, bool round_level, bool in_round, bool top) {
+    push();
+    for (StmtPtr& st : b) check_stmt(*st, round_level, in_round, top);
+    pop();
+  }
+  static bool has_comm(const Block& b) {
+    for (const StmtPtr& s : b)
+      if (s->communicates) return true;
+    return false;
+  }
+  static bool has_round_loop(const Block& b) {
+    for (const StmtPtr& s : b)
+      if (s->round_loop || s->round_level_if || s->kind == StmtKind::phase || s->kind == StmtKind::mirror) return true;
+    return false;
+  }
+  void expect_type(const Expr& e, Type got, Type want, const char* what) {
+    if (got != want && got != Type::error)
+      diags_.error(e.span, std::string(what) + " must be " + type_name(want) + ", not " + type_name(got));
+  }
+
+  void check_stmt(Stmt& st, bool round_level, bool in_round, bool top) {
+    switch (st.kind) {
+      case StmtKind::let:
+      case StmtKind::var: {
+        const Type t = check_expr(*st.a);
+        st.slot = declare(st.name, t, st.kind == StmtKind::let ? VarKind::let : VarKind::var, st.name_span);
+        return;
+      }
+      case StmtKind::assign: {
+        const Type t = check_expr(*st.a);
+        const Binding* b = lookup(st.name);
+        if (!b) {
+          if (reserved(st.name)) diags_.error(st.name_span, "cannot assign to '" + st.name + "'");
+          else diags_.error(st.name_span, "assignment to undeclared name '" + st.name + "' (declare it with 'var')");
+          return;
+        }
+        if (b->kind != VarKind::var) {
+          Diagnostic& d = diags_.error(st.name_span, "cannot assign to '" + st.name + "': only 'var' names are mutable");
+          add_note(d, b->decl, "declared here");
+          return;
+        }
+        if (t != b->type && t != Type::error && b->type != Type::error)
+          diags_.error(st.a->span, "cannot assign a " + std::string(type_name(t)) + " to '" + st.name + "' of type " + type_name(b->type));
+        st.slot = b->slot;
+        return;
+      }
+      case StmtKind::for_: {
+        expect_type(*st.a, check_expr(*st.a), Type::integer, "a loop bound");
+        expect_type(*st.b, check_expr(*st.b), Type::integer, "a loop bound");
+        push();
+        st.slot = declare(st.name, Type::integer, VarKind::loop, st.name_span);
+        const bool body_round_level = round_level && !in_round;
+        // A loop at round level whose body communicates makes one round per iteration;
+        // its body is then inside a round.
+        for (StmtPtr& k : st.body) check_stmt(*k, false, true, false);
+        st.communicates = has_comm(st.body);
+        // Re-run the classification now that we know whether the body communicates.
+        if (body_round_level && st.communicates) st.round_loop = true;
+        else if (!in_round && st.communicates) st.round = true;
+        pop();
+        return;
+      }
+      case StmtKind::if_: {
+        expect_type(*st.a, check_expr(*st.a), Type::boolean, "an 'if' condition");
+        // Branches are first checked as round level; if they contain round loops, the if
+        // is transparent (its condition must be rank-uniform, checked at instantiation).
+        const bool rl = round_level && !in_round;
+        check_block(st.body, rl, in_round, false);
+        check_block(st.else_body, rl, in_round, false);
+        st.communicates = has_comm(st.body) || has_comm(st.else_body);
+        if (rl && (has_round_loop(st.body) || has_round_loop(st.else_body))) {
+          st.round_level_if = true;
+          mark_rounds(st.body);
+          mark_rounds(st.else_body);
+        } else if (!in_round && st.communicates) {
+          st.round = true;
+          clear_rounds(st.body);
+          clear_rounds(st.else_body);
+        }
+        return;
+      }
+      case StmtKind::send:
+      case StmtKind::recv:
+      case StmtKind::exchange: {
+        expect_type(*st.a, check_expr(*st.a), Type::set, st.kind == StmtKind::exchange ? "the sent blocks" : "the transferred blocks");
+        if (st.kind == StmtKind::exchange) {
+          expect_type(*st.b, check_expr(*st.b), Type::set, "the received blocks");
+          expect_type(*st.c, check_expr(*st.c), Type::integer, "the exchange partner");
+        } else {
+          expect_type(*st.b, check_expr(*st.b), Type::integer, st.kind == StmtKind::send ? "the destination rank" : "the source rank");
+        }
+        if (st.reduce && sched_ && !collective_reduces(sched_->collective))
+          diags_.error(st.span, std::string("'reduce' in a ") + collective_name(sched_->collective) +
+                                    " schedule: only reduce, allreduce and reduce_scatter combine data");
+        st.communicates = true;
+        st.round = !in_round;
+        return;
+      }
+      case StmtKind::phase: {
+        if (!top) { diags_.error(st.span, "'phase' is only allowed at the top level of a schedule"); }
+        declare_phase(st);
+        check_block(st.body, true, false, false);
+        st.communicates = true;
+        return;
+      }
+      case StmtKind::mirror: {
+        declare_phase(st);
+        auto it = phases_.find(st.other);
+        if (it == phases_.end()) {
+          diags_.error(st.c->span, "mirror of unknown phase '" + st.other + "' (a phase can only mirror an earlier phase)");
+        } else if (it->second.mirror) {
+          diags_.error(st.c->span, "phase '" + st.other + "' is itself a mirror; mirror the original phase instead");
+        } else {
+          st.mirror_of = it->second.id;
+        }
+        st.communicates = true;
+        return;
+      }
+    }
+  }
+  struct PhaseInfo { int id; bool mirror; Span at; };
+  void declare_phase(Stmt& st) {
+    auto [it, fresh] = phases_.emplace(st.name, PhaseInfo{int(phases_.size()), st.kind == StmtKind::mirror, st.name_span});
+    if (!fresh) {
+      Diagnostic& d = diags_.error(st.name_span, "redefinition of phase '" + st.name + "'");
+      add_note(d, it->second.at, "previous definition is here");
+    }
+    st.phase_id = it->second.id;
+  }
+  /// Statements in a transparent if are classified as at round level.
+  void mark_rounds(Block& b) {
+    for (StmtPtr& s : b)
+      if (s->communicates && s->kind != StmtKind::for_ && !s->round_level_if) s->round = true;
+  }
+  void clear_rounds(Block& b) {
+    for (StmtPtr& s : b) {
+      s->round = false;
+      s->round_loop = false;
+      clear_rounds(s->body);
+      clear_rounds(s->else_body);
+    }
+  }
+
+  // ---- expressions ----
+  Type set(Expr& e, Type t) { return e.type = t; }
+  Type check_expr(Expr& e) {
+    switch (e.kind) {
+      case ExprKind::integer: return set(e, Type::integer);
+      case ExprKind::boolean: return set(e, Type::boolean);
+      case ExprKind::name: return set(e, resolve_name(e));
+      case ExprKind::unary: {
+        const Type t = check_expr(*e.kids[0]);
+        if (t == Type::error) return set(e, Type::error);
+        const Type want = e.op == Tok::bang ? Type::boolean : Type::integer;
+        if (t != want) {
+          diags_.error(e.span, std::string("operator ") + tok_name(e.op) + " needs " + type_name(want) + ", not " + type_name(t));
+          return set(e, Type::error);
+        }
+        return set(e, want);
+      }
+      case ExprKind::binary: return set(e, check_binary(e));
+      case ExprKind::ternary: {
+        const Type c = check_expr(*e.kids[0]);
+        const Type a = check_expr(*e.kids[1]);
+        const Type b = check_expr(*e.kids[2]);
+        expect_type(*e.kids[0], c, Type::boolean, "the condition of '?:'");
+        if (a != Type::error && b != Type::error && a != b) {
+          diags_.error(e.span, std::string("the branches of '?:' have different types (") + type_name(a) + " and " + type_name(b) + ")");
+          return set(e, Type::error);
+        }
+        return set(e, a == Type::error ? b : a);
+      }
+      case ExprKind::call: return set(e, check_call(e));
+      case ExprKind::set_all:
+      case ExprKind::set_none: return set(e, Type::set);
+      case ExprKind::set_block:
+      case ExprKind::set_range:
+      case ExprKind::set_wrap:
+      case ExprKind::set_stride: {
+        bool ok = true;
+        for (ExprPtr& k : e.kids) {
+          const Type t = check_expr(*k);
+          if (t != Type::integer && t != Type::error) {
+            diags_.error(k->span, std::string("a block index must be int, not ") + type_name(t));
+            ok = false;
+          }
+        }
+        return set(e, ok ? Type::set : Type::error);
+      }
+      case ExprKind::set_filter: {
+        expect_type(*e.kids[0], check_expr(*e.kids[0]), Type::set, "the domain of a set comprehension");
+        if (in_fn_) {
+          diags_.error(e.span, "set comprehensions are not allowed in fn bodies");
+          return set(e, Type::error);
+        }
+        push();
+        e.slot = declare(e.name, Type::integer, VarKind::filter, e.span);
+        expect_type(*e.kids[1], check_expr(*e.kids[1]), Type::boolean, "the condition of a set comprehension");
+        pop();
+        return set(e, Type::set);
+      }
+    }
+    return set(e, Type::error);
+  }
+  Type resolve_name(Expr& e) {
+    if (e.name == "p") { e.ref = NameKind::p; return Type::integer; }
+    if (e.name == "r") { e.ref = NameKind::r; return Type::integer; }
+    if (e.name == "root") { e.ref = NameKind::root; return Type::integer; }
+    if (e.name == "commutative") { e.ref = NameKind::commutative; return Type::boolean; }
+    if (in_fn_ && fn_params_) {
+      for (size_t i = 0; i < fn_params_->size(); ++i)
+        if ((*fn_params_)[i] == e.name) { e.ref = NameKind::fn_param; e.slot = int(i); return Type::integer; }
+    }
+    if (const Binding* b = lookup(e.name)) {
+      e.ref = NameKind::slot;
+      e.slot = b->slot;
+      return b->type;
+    }
+    if (e.name == "n")
+      diags_.error(e.span, "'n' (the element count) is not available to schedules: they are written in blocks");
+    else if (find_builtin(e.name) >= 0)
+      diags_.error(e.span, "built-in function '" + e.name + "' used without arguments");
+    else
+      diags_.error(e.span, "use of undeclared name '" + e.name + "'");
+    return Type::error;
+  }
+  Type check_binary(Expr& e) {
+    const Type a = check_expr(*e.kids[0]);
+    const Type b = check_expr(*e.kids[1]);
+    if (a == Type::error || b == Type::error) return Type::error;
+    auto bad = [&]() {
+      diags_.error(e.span, std::string("invalid operands to ") + tok_name(e.op) + " (" + type_name(a) + " and " + type_name(b) + ")");
+      return Type::error;
+    };
+    switch (e.op) {
+      case Tok::pipepipe:
+      case Tok::ampamp: return a == Type::boolean && b == Type::boolean ? Type::boolean : bad();
+      case Tok::eq:
+      case Tok::ne: return a == b ? Type::boolean : bad();
+      case Tok::lt: case Tok::le: case Tok::gt: case Tok::ge:
+        return a == Type::integer && b == Type::integer ? Type::boolean : bad();
+      case Tok::pipe:
+      case Tok::amp:
+      case Tok::minus:
+        if (a == Type::set && b == Type::set) return Type::set;
+        return a == Type::integer && b == Type::integer ? Type::integer : bad();
+      default: return a == Type::integer && b == Type::integer ? Type::integer : bad();
+    }
+  }
+  Type check_call(Expr& e) {
+    for (ExprPtr& k : e.kids) check_expr(*k);
+    const int bi = find_builtin(e.name);
+    if (bi >= 0) {
+      const BuiltinFn& f = builtin_fns()[size_t(bi)];
+      e.builtin = bi;
+      if (e.kids.size() != f.args.size()) {
+        diags_.error(e.span, "'" + e.name + "' takes " + std::to_string(f.args.size()) + " argument" +
+                                 (f.args.size() == 1 ? "" : "s") + ", " + std::to_string(e.kids.size()) + " given");
+        return Type::error;
+      }
+      for (size_t i = 0; i < f.args.size(); ++i)
+        if (e.kids[i]->type != f.args[i] && e.kids[i]->type != Type::error) {
+          diags_.error(e.kids[i]->span, "argument " + std::to_string(i + 1) + " of '" + e.name + "' must be " +
+                                            type_name(f.args[i]) + ", not " + type_name(e.kids[i]->type));
+          return Type::error;
+        }
+      return f.result;
+    }
+    int idx = -1;
+    bool local = false;
+    const FnDecl* f = find_fn(e.name, idx, local);
+    if (!f) {
+      diags_.error(e.span, "call of undeclared function '" + e.name + "'");
+      return Type::error;
+    }
+    e.fn = local ? idx : -2 - idx;  // >= 0: schedule-local fn; <= -2: top-level fn (-2 - index)
+    if (e.kids.size() != f->params.size()) {
+      diags_.error(e.span, "'" + e.name + "' takes " + std::to_string(f->params.size()) + " argument" +
+                               (f->params.size() == 1 ? "" : "s") + ", " + std::to_string(e.kids.size()) + " given");
+      return Type::error;
+    }
+    for (size_t i = 0; i < e.kids.size(); ++i)
+      if (e.kids[i]->type != Type::integer && e.kids[i]->type != Type::error) {
+        diags_.error(e.kids[i]->span, "arguments of fn '" + e.name + "' must be int, not " + type_name(e.kids[i]->type));
+        return Type::error;
+      }
+    return f->result;
+  }
+
+  Program& prog_;
+  DiagnosticSink& diags_;
+  ScheduleDecl* sched_ = nullptr;
+  std::vector<std::map<std::string, Binding>> scopes_;
+  std::map<std::string, PhaseInfo> phases_;
+  bool in_fn_ = false;
+  const std::vector<std::string>* fn_params_ = nullptr;
+  size_t fn_limit_ = 0, fn_owner_limit_ = 0, fn_top_limit_ = 0;
+};
+
+}  // namespace
+
+bool check_program(Program& program, DiagnosticSink& diags) {
+  const size_t before = diags.error_count();
+  Sema(program, diags).run();
+  return diags.error_count() == before;
+}
+
+bool load_program_text(const std::string& name, const std::string& text, Program& program,
+                       DiagnosticSink& diags) {
+  program.files.push_back(std::make_unique<SourceFile>(name, text));
+  const size_t before = diags.error_count();
+  parse_file(*program.files.back(), program, diags);
+  if (diags.error_count() != before) return false;
+  return check_program(program, diags);
+}
+
+bool load_program(const std::vector<std::string>& paths, Program& program, DiagnosticSink& diags) {
+  const size_t before = diags.error_count();
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      diags.error(Span{}, "cannot open '" + path + "'");
+      continue;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    program.files.push_back(std::make_unique<SourceFile>(path, ss.str()));
+    parse_file(*program.files.back(), program, diags);
+  }
+  if (diags.error_count() != before) return false;
+  return check_program(program, diags);
+}
+
+}  // namespace bine

@@ -1,0 +1,38 @@
+// Tokens of the schedule language (docs/language.md, "Lexical structure").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/diagnostics.h"
+
+namespace bine {
+
+enum class Tok {
+  eof, ident, integer,
+  // keywords
+  kw_schedule, kw_implements, kw_requires, kw_blocks, kw_params, kw_fold, kw_let, kw_var,
+  kw_fn, kw_for, kw_in, kw_if, kw_else, kw_send, kw_recv, kw_exchange, kw_to, kw_from,
+  kw_with, kw_reduce, kw_copy, kw_phase, kw_mirror, kw_all, kw_none, kw_block, kw_wrap,
+  kw_stride, kw_true, kw_false,
+  // punctuation
+  lbrace, rbrace, lparen, rparen, lbracket, rbracket, comma, semi, colon, question, dotdot,
+  assign, eq, ne, lt, le, gt, ge, plus, minus, star, slash, percent, amp, pipe, caret,
+  tilde, bang, ampamp, pipepipe, shl, shr,
+};
+
+/// Spelling of a token kind for messages ("'{'", "identifier", ...).
+const char* tok_name(Tok t);
+
+struct Token {
+  Tok kind = Tok::eof;
+  Span span;
+  std::string text;  ///< identifier spelling or integer digits
+  int64_t value = 0; ///< integer value
+};
+
+/// Splits a source file into tokens; lexical errors go to `diags` and the offending
+/// characters are skipped, so lexing always terminates with an eof token.
+std::vector<Token> lex(const SourceFile& file, DiagnosticSink& diags);
+
+}  // namespace bine

@@ -1,0 +1,318 @@
+#include "emit_mpi.h"
+
+#include <set>
+#include <sstream>
+
+#include "builtins_table.h"
+
+namespace bine {
+
+std::string emitted_function_name(const ScheduleDecl& s) { return "bine_" + s.name; }
+
+bool mpi_target_supports(Collective c) {
+  return c == Collective::allreduce || c == Collective::bcast || c == Collective::reduce;
+}
+
+std::string emitted_prototype(const ScheduleDecl& s) {
+  const std::string f = "int " + emitted_function_name(s);
+  switch (s.collective) {
+    case Collective::allreduce:
+      return f + "(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)";
+    case Collective::reduce:
+      return f + "(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)";
+    case Collective::bcast:
+      return f + "(void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm)";
+    default: return f + "(void)";
+  }
+}
+
+namespace {
+
+const std::set<std::string>& reserved_cpp() {
+  static const std::set<std::string> k = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+      "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
+      "extern", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+      "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public", "register", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef",
+      "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while", "xor",
+      "int64_t", "size_t", "bine", "std", "cx", "rc", "B", "sendbuf", "recvbuf", "buffer", "count",
+      "datatype", "op", "comm", "main", "MPI_SUCCESS", "NULL", "or_eq", "and_eq", "bitand", "bitor", "compl",
+  };
+  return k;
+}
+
+std::string mangle(const std::string& n) {
+  if (reserved_cpp().count(n) || n.rfind("bine_", 0) == 0 || n.rfind("MPI_", 0) == 0) return n + "_";
+  return n;
+}
+
+class Emitter {
+ public:
+  Emitter(const Program& prog, const ScheduleDecl& sd) : prog_(prog), sd_(sd) {}
+
+  std::string function(const ProofSummary& proof) {
+    std::ostringstream o;
+    out_ = &o;
+    const bool needs_comm = sd_.uses_commutative_requirement;
+    const std::string order = proof.order_preserving
+                                  ? std::to_string(proof.p_lo) + ", " + std::to_string(proof.p_hi)
+                                  : "1, 0";
+    o << "extern \"C\" " << emitted_prototype(sd_) << " {\n";
+    o << "  bine::mpi::Context cx;\n";
+    switch (sd_.collective) {
+      case Collective::allreduce:
+        o << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
+          << "                              /*needs_commutative=*/" << (needs_comm ? "true" : "false")
+          << ", /*order-preserving for p in*/ " << order << ");\n";
+        break;
+      case Collective::reduce:
+        o << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
+          << "                           /*needs_commutative=*/" << (needs_comm ? "true" : "false")
+          << ", /*order-preserving for p in*/ " << order << ");\n";
+        break;
+      default:
+        o << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
+        break;
+    }
+    o << "  if (rc != MPI_SUCCESS || cx.finished()) return rc;\n";
+    std::string ind = "  ";
+    if (sd_.fold) {
+      o << "  // fold: two-one elimination to p' = 2^floor(log2 p) virtual ranks\n";
+      o << "  if ((rc = cx.fold_begin()) != MPI_SUCCESS) return rc;\n";
+      o << "  if (cx.active()) {\n";
+      ind = "    ";
+    }
+    o << ind << "const int64_t p = cx.p();\n";
+    o << ind << "const int64_t r = cx.r();\n";
+    o << ind << "const int64_t root_ = cx.root();\n";
+    o << ind << "const bool commutative = cx.commutative();\n";
+    o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
+    for (const Param& pr : sd_.params)
+      o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
+    for (const FnDecl& f : prog_.fns) fn(f, ind);
+    for (const FnDecl& f : sd_.fns) fn(f, ind);
+    for (const ExprPtr& e : sd_.requires_)
+      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires\n";
+    o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
+    o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
+    o << ind << "cx.set_blocks(B);\n";
+    block(sd_.body, ind);
+    if (sd_.fold) o << "  }\n";
+    o << "  return cx.finish();\n}\n";
+    return o.str();
+  }
+
+ private:
+  void fn(const FnDecl& f, const std::string& ind) {
+    std::string params;
+    for (size_t i = 0; i < f.params.size(); ++i) params += (i ? ", " : "") + std::string("int64_t ") + mangle(f.params[i]);
+    fn_params_ = &f.params;
+    *out_ << ind << "const auto " << mangle(f.name) << " = [&](" << params << ") -> "
+          << (f.result == Type::boolean ? "bool" : "int64_t") << " { return " << expr(*f.body) << "; };\n";
+    *out_ << ind << "(void)" << mangle(f.name) << ";\n";
+    fn_params_ = nullptr;
+  }
+  void block(const Block& b, const std::string& ind) {
+    for (const StmtPtr& s : b) stmt(*s, ind);
+  }
+  void end_round(const std::string& ind) {
+    *out_ << ind << "if ((rc = cx.end_round()) != MPI_SUCCESS) return rc;\n";
+  }
+  void stmt(const Stmt& s, const std::string& ind) {
+    std::ostream& o = *out_;
+    if (s.round) {
+      o << ind << "{  // round (line " << s.span.line << ")\n";
+      o << ind << "  cx.begin_round();\n";
+      stmt_inner(s, ind + "  ");
+      end_round(ind + "  ");
+      o << ind << "}\n";
+      return;
+    }
+    stmt_inner(s, ind);
+  }
+  static const char* ctype(Type t) {
+    return t == Type::set ? "bine::BlockSet" : t == Type::boolean ? "bool" : "int64_t";
+  }
+  void stmt_inner(const Stmt& s, const std::string& ind) {
+    std::ostream& o = *out_;
+    switch (s.kind) {
+      case StmtKind::let:
+        o << ind << "const " << ctype(s.a->type) << " " << mangle(s.name) << " = " << expr(*s.a) << ";\n";
+        o << ind << "(void)" << mangle(s.name) << ";\n";
+        return;
+      case StmtKind::var:
+        o << ind << ctype(s.a->type) << " " << mangle(s.name) << " = " << expr(*s.a) << ";\n";
+        return;
+      case StmtKind::assign:
+        o << ind << mangle(s.name) << " = " << expr(*s.a) << ";\n";
+        return;
+      case StmtKind::for_: {
+        const std::string end = "bine_end" + std::to_string(++counter_);
+        const std::string v = mangle(s.name);
+        o << ind << "for (int64_t " << v << " = " << expr(*s.a) << ", " << end << " = " << expr(*s.b) << "; "
+          << v << " < " << end << "; ++" << v << ") {";
+        o << (s.round_loop ? "  // one round per iteration\n" : "\n");
+        if (s.round_loop) o << ind << "  cx.begin_round();\n";
+        block(s.body, ind + "  ");
+        if (s.round_loop) end_round(ind + "  ");
+        o << ind << "}\n";
+        return;
+      }
+      case StmtKind::if_: {
+        o << ind << "if (" << expr(*s.a) << ") {\n";
+        block(s.body, ind + "  ");
+        if (!s.else_body.empty()) {
+          o << ind << "} else {\n";
+          block(s.else_body, ind + "  ");
+        }
+        o << ind << "}\n";
+        return;
+      }
+      case StmtKind::send:
+        o << ind << "cx.send(" << expr(*s.a) << ", " << expr(*s.b) << ");\n";
+        return;
+      case StmtKind::recv:
+        o << ind << "cx.recv(" << expr(*s.a) << ", " << expr(*s.b) << ", /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
+        return;
+      case StmtKind::exchange: {
+        o << ind << "{\n" << ind << "  const int64_t peer = " << expr(*s.c) << ";\n";
+        o << ind << "  cx.send(" << expr(*s.a) << ", peer);\n";
+        o << ind << "  cx.recv(" << expr(*s.b) << ", peer, /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
+        o << ind << "}\n";
+        return;
+      }
+      case StmtKind::phase:
+        o << ind << "// phase " << s.name << "\n";
+        o << ind << "cx.begin_phase(" << s.phase_id << ");\n";
+        o << ind << "{\n";
+        block(s.body, ind + "  ");
+        o << ind << "}\n";
+        o << ind << "cx.end_phase();\n";
+        return;
+      case StmtKind::mirror:
+        o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
+        o << ind << "if ((rc = cx.mirror(" << s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
+        return;
+    }
+  }
+
+  static const char* cop(Tok t) {
+    switch (t) {
+      case Tok::plus: return "+";
+      case Tok::minus: return "-";
+      case Tok::star: return "*";
+      case Tok::amp: return "&";
+      case Tok::pipe: return "|";
+      case Tok::caret: return "^";
+      case Tok::eq: return "==";
+      case Tok::ne: return "!=";
+      case Tok::lt: return "<";
+      case Tok::le: return "<=";
+      case Tok::gt: return ">";
+      case Tok::ge: return ">=";
+      case Tok::ampamp: return "&&";
+      case Tok::pipepipe: return "||";
+      case Tok::bang: return "!";
+      case Tok::tilde: return "~";
+      default: return "?";
+    }
+  }
+  std::string expr(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::integer: return std::to_string(e.value);
+      case ExprKind::boolean: return e.value ? "true" : "false";
+      case ExprKind::name:
+        switch (e.ref) {
+          case NameKind::p: return "p";
+          case NameKind::r: return "r";
+          case NameKind::root: return "root_";
+          case NameKind::commutative: return "commutative";
+          case NameKind::fn_param: return mangle((*fn_params_)[size_t(e.slot)]);
+          default: return mangle(e.name);
+        }
+      case ExprKind::unary:
+        if (e.op == Tok::minus) return "(-" + expr(*e.kids[0]) + ")";
+        return std::string("(") + cop(e.op) + expr(*e.kids[0]) + ")";
+      case ExprKind::binary: {
+        const std::string a = expr(*e.kids[0]), b = expr(*e.kids[1]);
+        if (e.kids[0]->type == Type::integer) {
+          switch (e.op) {
+            case Tok::slash: return "bine::div(" + a + ", " + b + ")";
+            case Tok::percent: return "bine::rem(" + a + ", " + b + ")";
+            case Tok::shl: return "bine::shl(" + a + ", " + b + ")";
+            case Tok::shr: return "bine::shr(" + a + ", " + b + ")";
+            default: break;
+          }
+        }
+        return "(" + a + " " + cop(e.op) + " " + b + ")";
+      }
+      case ExprKind::ternary:
+        return "(" + expr(*e.kids[0]) + " ? " + expr(*e.kids[1]) + " : " + expr(*e.kids[2]) + ")";
+      case ExprKind::call: {
+        std::string args;
+        for (size_t i = 0; i < e.kids.size(); ++i) args += (i ? ", " : "") + expr(*e.kids[i]);
+        if (e.builtin >= 0) return std::string(builtin_fns()[size_t(e.builtin)].cpp) + "(" + args + ")";
+        return mangle(e.name) + "(" + args + ")";
+      }
+      case ExprKind::set_all: return "bine::BlockSet::all(B)";
+      case ExprKind::set_none: return "bine::BlockSet()";
+      case ExprKind::set_block: return "bine::BlockSet::block(" + expr(*e.kids[0]) + ", B)";
+      case ExprKind::set_range: return "bine::BlockSet::range(" + expr(*e.kids[0]) + ", " + expr(*e.kids[1]) + ", B)";
+      case ExprKind::set_wrap: return "bine::BlockSet::wrap(" + expr(*e.kids[0]) + ", " + expr(*e.kids[1]) + ", B)";
+      case ExprKind::set_stride:
+        return "bine::BlockSet::stride(" + expr(*e.kids[0]) + ", " + expr(*e.kids[1]) + ", " + expr(*e.kids[2]) + ", B)";
+      case ExprKind::set_filter: {
+        const std::string v = mangle(e.name);
+        return "[&]() { bine::BlockSet out_; for (const auto& rg_ : (" + expr(*e.kids[0]) +
+               ").ranges()) for (int64_t " + v + " = rg_.first; " + v + " < rg_.second; ++" + v + ") if (" +
+               expr(*e.kids[1]) + ") out_.push_back_block(" + v + "); return out_; }()";
+      }
+    }
+    return "0";
+  }
+
+  const Program& prog_;
+  const ScheduleDecl& sd_;
+  std::ostream* out_ = nullptr;
+  const std::vector<std::string>* fn_params_ = nullptr;
+  int counter_ = 0;
+};
+
+std::string proof_line(const ProofSummary& p) {
+  std::string s = "verified by bine-cc for p = " + std::to_string(p.p_lo) + ".." + std::to_string(p.p_hi) +
+                  ", every root: postcondition, deadlock freedom (zero buffering), no races";
+  if (!p.not_applicable.empty()) s += "; not applicable (requires) for " + std::to_string(p.not_applicable.size()) + " of these p";
+  return s;
+}
+
+}  // namespace
+
+std::string emit_mpi_header(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
+                            const std::vector<ProofSummary>& proofs) {
+  std::ostringstream o;
+  o << "// Generated by bine-cc (target mpi). Do not edit: change the .bine source and regenerate.\n//\n";
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const ScheduleDecl& s = *schedules[i];
+    o << "// " << emitted_function_name(s) << ": schedule " << s.name << " implements " << collective_name(s.collective)
+      << "\n//   source: " << s.name_span.file->name << ":" << s.name_span.line << "\n//   " << proof_line(proofs[i])
+      << "\n//   order-preserving (safe for non-commutative ops): " << (proofs[i].order_preserving ? "yes" : "no")
+      << "; same bracketing on all ranks: " << (proofs[i].same_bracketing ? "yes" : "no") << "\n";
+  }
+  o << "//\n// Usage: include this header anywhere for the C prototypes; in exactly one C++ translation\n"
+    << "// unit, #define BINE_IMPLEMENTATION before including it. Needs runtime/include on the include path.\n"
+    << "// Every function returns MPI_SUCCESS or an MPI error code (see bine/mpi_runtime.hpp).\n";
+  o << "#pragma once\n#include <mpi.h>\n#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
+  for (const ScheduleDecl* s : schedules) o << emitted_prototype(*s) << ";\n";
+  o << "#ifdef __cplusplus\n}\n#endif\n\n";
+  o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const ScheduleDecl& s = *schedules[i];
+    o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";
+    o << Emitter(program, s).function(proofs[i]) << "\n";
+  }
+  o << "#endif  // BINE_IMPLEMENTATION\n";
+  return o.str();
+}
+
+}  // namespace bine

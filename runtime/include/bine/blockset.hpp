@@ -1,0 +1,149 @@
+// bine/blockset.hpp: sets of block indices, the unit a schedule sends and receives.
+//
+// A vector of n elements is split into B blocks, balanced as MPI libraries do: block i
+// holds n/B elements plus one when i < n mod B (block_begin() gives the element offset).
+// A BlockSet is a normalized list of disjoint, sorted, non-adjacent half-open ranges
+// [lo, hi) of block indices within [0, B). Shared by the compiler and generated code.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "bine/builtins.hpp"
+
+namespace bine {
+
+/// Element offset of block i (0 <= i <= B) when n elements are split into B blocks.
+inline uint64_t block_begin(uint64_t n, uint64_t B, uint64_t i) {
+  if (B == 0) return 0;
+  const uint64_t q = n / B, m = n % B;
+  return i * q + (i < m ? i : m);
+}
+
+class BlockSet {
+ public:
+  using Range = std::pair<int64_t, int64_t>;  ///< [lo, hi) of block indices
+
+  BlockSet() = default;
+  /// Every block of [0, B).
+  static BlockSet all(int64_t B) { return range_unchecked(0, B); }
+  /// The single block i mod B (block indices wrap like ranks do). Empty when B == 0.
+  static BlockSet block(int64_t i, int64_t B) {
+    if (B <= 0) return {};
+    const int64_t j = mod(i, B);
+    return range_unchecked(j, j + 1);
+  }
+  /// [a, b): requires 0 <= a <= b <= B, else a domain error and the empty set.
+  static BlockSet range(int64_t a, int64_t b, int64_t B) {
+    if (a < 0 || b > B || a > b) {
+      domain_error("block range outside [0, B)");
+      return {};
+    }
+    return range_unchecked(a, b);
+  }
+  /// wrap [a, b): blocks a, a+1, ..., b-1 taken modulo B; requires 0 <= b - a <= B.
+  static BlockSet wrap(int64_t a, int64_t b, int64_t B) {
+    if (b < a || b - a > B) {
+      domain_error("wrapping block range longer than B or reversed");
+      return {};
+    }
+    if (b == a || B <= 0) return {};
+    const int64_t lo = mod(a, B), len = b - a;
+    if (lo + len <= B) return range_unchecked(lo, lo + len);
+    BlockSet s = range_unchecked(0, lo + len - B);
+    s.ranges_.push_back({lo, B});
+    return s;
+  }
+  /// stride(a, step, count): blocks a + j*step (mod B) for j in [0, count).
+  static BlockSet stride(int64_t a, int64_t step, int64_t count, int64_t B) {
+    if (count < 0 || count > B) {
+      domain_error("stride count outside 0..B");
+      return {};
+    }
+    BlockSet s;
+    for (int64_t j = 0; j < count; ++j) s = s | block(a + j * step, B);
+    return s;
+  }
+
+  /// Union.
+  friend BlockSet operator|(const BlockSet& x, const BlockSet& y) {
+    BlockSet s;
+    std::vector<Range> all = x.ranges_;
+    all.insert(all.end(), y.ranges_.begin(), y.ranges_.end());
+    std::sort(all.begin(), all.end());
+    for (const Range& r : all) {
+      if (!s.ranges_.empty() && r.first <= s.ranges_.back().second)
+        s.ranges_.back().second = std::max(s.ranges_.back().second, r.second);
+      else
+        s.ranges_.push_back(r);
+    }
+    return s;
+  }
+  /// Intersection.
+  friend BlockSet operator&(const BlockSet& x, const BlockSet& y) {
+    BlockSet s;
+    size_t i = 0, j = 0;
+    while (i < x.ranges_.size() && j < y.ranges_.size()) {
+      const int64_t lo = std::max(x.ranges_[i].first, y.ranges_[j].first);
+      const int64_t hi = std::min(x.ranges_[i].second, y.ranges_[j].second);
+      if (lo < hi) s.ranges_.push_back({lo, hi});
+      (x.ranges_[i].second < y.ranges_[j].second) ? ++i : ++j;
+    }
+    return s;
+  }
+  /// Difference x \ y.
+  friend BlockSet operator-(const BlockSet& x, const BlockSet& y) {
+    BlockSet s;
+    for (Range r : x.ranges_) {
+      int64_t lo = r.first;
+      for (const Range& c : y.ranges_) {
+        if (c.second <= lo || c.first >= r.second) continue;
+        if (c.first > lo) s.ranges_.push_back({lo, c.first});
+        lo = std::max(lo, c.second);
+      }
+      if (lo < r.second) s.ranges_.push_back({lo, r.second});
+    }
+    return s;
+  }
+  friend bool operator==(const BlockSet& x, const BlockSet& y) { return x.ranges_ == y.ranges_; }
+  friend bool operator!=(const BlockSet& x, const BlockSet& y) { return !(x == y); }
+
+  bool empty() const { return ranges_.empty(); }
+  /// Number of blocks.
+  int64_t size() const {
+    int64_t n = 0;
+    for (const Range& r : ranges_) n += r.second - r.first;
+    return n;
+  }
+  bool contains(int64_t i) const {
+    for (const Range& r : ranges_)
+      if (i >= r.first && i < r.second) return true;
+    return false;
+  }
+  const std::vector<Range>& ranges() const { return ranges_; }
+  /// Adds block i (used while building filtered sets in increasing order).
+  void push_back_block(int64_t i) {
+    if (!ranges_.empty() && ranges_.back().second == i)
+      ++ranges_.back().second;
+    else
+      ranges_.push_back({i, i + 1});
+  }
+
+ private:
+  static BlockSet range_unchecked(int64_t a, int64_t b) {
+    BlockSet s;
+    if (a < b) s.ranges_.push_back({a, b});
+    return s;
+  }
+  std::vector<Range> ranges_;
+};
+
+}  // namespace bine
+
+namespace bine {
+/// Number of blocks in s (the language's size()).
+inline int64_t set_size(const BlockSet& s) { return s.size(); }
+/// Whether block i is in s (the language's contains()).
+inline bool set_contains(const BlockSet& s, int64_t i) { return s.contains(i); }
+}  // namespace bine

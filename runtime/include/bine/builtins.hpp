@@ -1,0 +1,146 @@
+// bine/builtins.hpp: integer built-ins of the schedule language.
+//
+// Shared by the compiler's interpreter (instantiation, verification) and by the code
+// the MPI emitter generates, so a schedule means the same thing in both places.
+// Every function is total: arguments outside the documented domain return 0 and
+// raise the thread-local domain-error flag (see domain_error()), never undefined
+// behaviour. Sources: negabinary, rho and nu from the Bine trees paper, Sec. 3
+// (shared/docs/formulas.md in the design notes).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+
+namespace bine {
+
+/// Thread-local flag set by a built-in called outside its domain; read and cleared
+/// by take_domain_error(). The text names the built-in.
+inline const char*& domain_error_slot() {
+  thread_local const char* slot = nullptr;
+  return slot;
+}
+inline int64_t domain_error(const char* what) {
+  if (!domain_error_slot()) domain_error_slot() = what;
+  return 0;
+}
+/// Returns the first domain error since the last call (nullptr if none) and clears it.
+inline const char* take_domain_error() {
+  const char* e = domain_error_slot();
+  domain_error_slot() = nullptr;
+  return e;
+}
+
+// ---- checked arithmetic (wrapping 64-bit two's complement, no UB) ----
+inline int64_t add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+inline int64_t sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+inline int64_t mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+inline int64_t neg(int64_t a) { return int64_t(0 - uint64_t(a)); }
+/// C-style truncating division; b == 0 is a domain error.
+inline int64_t div(int64_t a, int64_t b) {
+  if (b == 0) return domain_error("division by zero");
+  if (b == -1) return neg(a);
+  return a / b;
+}
+/// C-style remainder (sign of a); b == 0 is a domain error.
+inline int64_t rem(int64_t a, int64_t b) {
+  if (b == 0) return domain_error("remainder by zero");
+  if (b == -1) return 0;
+  return a % b;
+}
+/// Mathematical modulo: result in [0, |b|). b == 0 is a domain error.
+inline int64_t mod(int64_t a, int64_t b) {
+  int64_t m = rem(a, b);
+  if (m < 0) m = add(m, b < 0 ? neg(b) : b);
+  return m;
+}
+/// a << b for 0 <= b <= 63; other shifts are domain errors.
+inline int64_t shl(int64_t a, int64_t b) {
+  if (b < 0 || b > 63) return domain_error("shift amount outside 0..63");
+  return int64_t(uint64_t(a) << b);
+}
+/// Arithmetic a >> b for 0 <= b <= 63.
+inline int64_t shr(int64_t a, int64_t b) {
+  if (b < 0 || b > 63) return domain_error("shift amount outside 0..63");
+  return a >> b;
+}
+
+// ---- bit built-ins ----
+inline bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+/// floor(log2 x) for x >= 1.
+inline int64_t log2(int64_t x) {
+  if (x < 1) return domain_error("log2 of a value below 1");
+  int64_t k = 0;
+  while ((int64_t(1) << (k + 1)) <= x && k < 62) ++k;
+  return k;
+}
+/// ceil(log2 x) for x >= 1.
+inline int64_t ceil_log2(int64_t x) {
+  if (x < 1) return domain_error("ceil_log2 of a value below 1");
+  int64_t k = 0;
+  while ((int64_t(1) << k) < x && k < 62) ++k;
+  return k;
+}
+/// 2^k for 0 <= k <= 62.
+inline int64_t pow2(int64_t k) {
+  if (k < 0 || k > 62) return domain_error("pow2 exponent outside 0..62");
+  return int64_t(1) << k;
+}
+/// The low k bits set, 0 <= k <= 62.
+inline int64_t lowmask(int64_t k) {
+  if (k < 0 || k > 62) return domain_error("lowmask width outside 0..62");
+  return (int64_t(1) << k) - 1;
+}
+inline int64_t popcount(int64_t x) { return __builtin_popcountll(uint64_t(x)); }
+/// Count of trailing zero bits; ctz(0) = 64.
+inline int64_t ctz(int64_t x) { return x == 0 ? 64 : __builtin_ctzll(uint64_t(x)); }
+/// Count of leading zero bits of the 64-bit value; clz(0) = 64.
+inline int64_t clz(int64_t x) { return x == 0 ? 64 : __builtin_clzll(uint64_t(x)); }
+/// The low `bits` bits of x in reverse order (0 <= bits <= 62).
+inline int64_t bitrev(int64_t x, int64_t bits) {
+  if (bits < 0 || bits > 62) return domain_error("bitrev width outside 0..62");
+  int64_t y = 0;
+  for (int64_t i = 0; i < bits; ++i)
+    if ((x >> i) & 1) y |= int64_t(1) << (bits - 1 - i);
+  return y;
+}
+inline bool even(int64_t x) { return (x & 1) == 0; }
+inline bool odd(int64_t x) { return (x & 1) != 0; }
+inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t max(int64_t a, int64_t b) { return a < b ? b : a; }
+
+// ---- negabinary (Bine trees paper, Sec. 3.1) ----
+inline constexpr uint32_t kNegabinaryMask = 0xAAAAAAAAu;
+/// Negabinary (base -2) digits of x as a bit pattern: nb(x) = (x + M) ^ M on 32 bits.
+/// Domain: -2^31 <= x < 2^31 (only the low bits matter modulo a power of two).
+inline int64_t nb(int64_t x) {
+  return int64_t((uint32_t(uint64_t(x)) + kNegabinaryMask) ^ kNegabinaryMask);
+}
+/// Inverse of nb: the integer whose negabinary digits are the bit pattern b.
+inline int64_t from_nb(int64_t b) {
+  return int64_t(int32_t((uint32_t(uint64_t(b)) ^ kNegabinaryMask) - kNegabinaryMask));
+}
+/// rho(s) = sum_{i=0..s} (-2)^i: 1, -1, 3, -5, 11, ... (Bine paper, Eq. 1); 0 <= s <= 29.
+inline int64_t rho(int64_t s) {
+  if (s < 0 || s > 29) return domain_error("rho step outside 0..29");
+  return from_nb((int64_t(1) << (s + 1)) - 1);
+}
+/// nu(r, p): the Bine remap for p = 2^k (Bine paper, Sec. 3.2). The negabinary code b of
+/// r (odd r) or -r (even r), or of r - p (odd) / p - r (even) when that one fits k
+/// negabinary digits (the smaller code wins when both fit); nu = bitrev_k(b ^ (b >> 1)).
+/// nu(., p) is a permutation of 0..p-1. Domain: p a power of two, 0 <= r < p.
+inline int64_t nu(int64_t r, int64_t p) {
+  if (!is_pow2(p) || p > (int64_t(1) << 30)) return domain_error("nu needs a power-of-two p");
+  if (r < 0 || r >= p) return domain_error("nu rank outside 0..p-1");
+  const int64_t k = log2(p);
+  const int64_t limit = int64_t(1) << k;
+  const int64_t a = odd(r) ? r : -r;
+  const int64_t c = odd(r) ? r - p : p - r;
+  int64_t b = -1;
+  for (int64_t x : {a, c}) {
+    const int64_t code = nb(x);
+    if (code < limit && (b < 0 || code < b)) b = code;
+  }
+  if (b < 0) return domain_error("nu: no k-digit negabinary code");
+  return bitrev(b ^ (b >> 1), k);
+}
+
+}  // namespace bine
