@@ -8,6 +8,11 @@ ProofSummary CheckReport::proof() const {
   ProofSummary p;
   p.not_applicable = not_applicable;
   p.order_preserving = ok && order_preserving;
+  if (ok)
+    for (int64_t x : order_p) {
+      if (!p.order_ranges.empty() && p.order_ranges.back().second + 1 == x) p.order_ranges.back().second = x;
+      else p.order_ranges.push_back({x, x});
+    }
   p.same_bracketing = ok && same_bracketing;
   return p;
 }
@@ -28,6 +33,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
                            DiagnosticSink& diags) {
   CheckReport rep;
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
+    bool order_here = true, applicable = true;
     for (int64_t root : roots_for(s, p, opt)) {
       Schedule sch;
       std::string unmet;
@@ -36,6 +42,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
       if (st == InstStatus::not_applicable) {
         rep.not_applicable.push_back(p);
         if (rep.unmet.empty()) rep.unmet = unmet;
+        applicable = false;
         break;
       }
       if (st == InstStatus::ok) {
@@ -43,6 +50,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         if (v.ok) {
           ++rep.instances;
           rep.order_preserving &= v.order_preserving;
+          order_here &= v.order_preserving;
           rep.same_bracketing &= v.same_bracketing;
           continue;
         }
@@ -52,6 +60,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
       rep.failed_root = root;
       return rep;
     }
+    if (applicable && order_here) rep.order_p.push_back(p);
   }
   return rep;
 }

@@ -23,6 +23,7 @@ struct CheckReport {
   std::vector<int64_t> not_applicable; ///< p where `requires` is false
   std::string unmet;                   ///< the first false `requires` clause
   bool order_preserving = true;        ///< over every verified instance
+  std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;
   int64_t failed_p = -1, failed_root = -1;
   ProofSummary proof() const;

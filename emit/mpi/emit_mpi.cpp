@@ -1,5 +1,6 @@
 #include "emit_mpi.h"
 
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -55,21 +56,23 @@ class Emitter {
     std::ostringstream o;
     out_ = &o;
     const bool needs_comm = sd_.uses_commutative_requirement;
-    const std::string order = proof.order_preserving
-                                  ? std::to_string(proof.p_lo) + ", " + std::to_string(proof.p_hi)
-                                  : "1, 0";
+    std::string order = "{";
+    for (size_t i = 0; i < proof.order_ranges.size(); ++i)
+      order += (i ? ", {" : "{") + std::to_string(proof.order_ranges[i].first) + ", " +
+               std::to_string(proof.order_ranges[i].second) + "}";
+    order += "}";
     o << "extern \"C\" " << emitted_prototype(sd_) << " {\n";
     o << "  bine::mpi::Context cx;\n";
     switch (sd_.collective) {
       case Collective::allreduce:
         o << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
           << "                              /*needs_commutative=*/" << (needs_comm ? "true" : "false")
-          << ", /*order-preserving for p in*/ " << order << ");\n";
+          << ",\n                              /*order-preserving for p in*/ " << order << ");\n";
         break;
       case Collective::reduce:
         o << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
           << "                           /*needs_commutative=*/" << (needs_comm ? "true" : "false")
-          << ", /*order-preserving for p in*/ " << order << ");\n";
+          << ",\n                              /*order-preserving for p in*/ " << order << ");\n";
         break;
       default:
         o << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
@@ -279,9 +282,9 @@ class Emitter {
   int counter_ = 0;
 };
 
-std::string proof_line(const ProofSummary& p) {
+std::string proof_line(const ProofSummary& p, bool rooted) {
   std::string s = "verified by bine-cc for p = " + std::to_string(p.p_lo) + ".." + std::to_string(p.p_hi) +
-                  ", every root: postcondition, deadlock freedom (zero buffering), no races";
+                  (rooted ? ", every root" : "") + ": postcondition, deadlock freedom (zero buffering), no races";
   if (!p.not_applicable.empty()) s += "; not applicable (requires) for " + std::to_string(p.not_applicable.size()) + " of these p";
   return s;
 }
@@ -295,9 +298,11 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ScheduleDecl& s = *schedules[i];
     o << "// " << emitted_function_name(s) << ": schedule " << s.name << " implements " << collective_name(s.collective)
-      << "\n//   source: " << s.name_span.file->name << ":" << s.name_span.line << "\n//   " << proof_line(proofs[i])
-      << "\n//   order-preserving (safe for non-commutative ops): " << (proofs[i].order_preserving ? "yes" : "no")
-      << "; same bracketing on all ranks: " << (proofs[i].same_bracketing ? "yes" : "no") << "\n";
+      << "\n//   source: " << s.name_span.file->name << ":" << s.name_span.line << "\n//   "
+      << proof_line(proofs[i], collective_is_rooted(s.collective)) << "\n";
+    if (collective_reduces(s.collective))
+      o << "//   order-preserving (safe for non-commutative ops): " << (proofs[i].order_preserving ? "yes" : "no")
+        << "; same bracketing on all ranks: " << (proofs[i].same_bracketing ? "yes" : "no") << "\n";
   }
   o << "//\n// Usage: include this header anywhere for the C prototypes; in exactly one C++ translation\n"
     << "// unit, #define BINE_IMPLEMENTATION before including it. Needs runtime/include on the include path.\n"
@@ -305,6 +310,19 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   o << "#pragma once\n#include <mpi.h>\n#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
   for (const ScheduleDecl* s : schedules) o << emitted_prototype(*s) << ";\n";
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
+  // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
+  o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
+  for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce}) {
+    std::string up = collective_name(c);
+    for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    o << "#define BINE_" << up << "_SCHEDULES(X)";
+    for (size_t i = 0; i < schedules.size(); ++i)
+      if (schedules[i]->collective == c)
+        o << " \\\n  X(" << emitted_function_name(*schedules[i]) << ", " << (proofs[i].order_preserving ? 1 : 0) << ", "
+          << (proofs[i].same_bracketing ? 1 : 0) << ")";
+    o << "\n";
+  }
+  o << "\n";
   o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ScheduleDecl& s = *schedules[i];

@@ -32,6 +32,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "bine/blockset.hpp"
@@ -48,6 +49,11 @@ inline constexpr uint64_t kMaxChunk = INT_MAX;
 inline constexpr int kTag = 27422;
 
 enum class Collective { allreduce, bcast, reduce };
+/// An inclusive range of process counts.
+struct PRange {
+  int64_t lo, hi;
+};
+using PRanges = std::initializer_list<PRange>;
 enum class Fold { none, two_one };
 
 /// Rank-local state of one call of a generated collective.
@@ -61,13 +67,12 @@ class Context {
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
   /// recvbuf (count elements); sendbuf is never written.
   int begin_allreduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
-                      MPI_Op op, MPI_Comm comm, bool needs_commutative, int64_t order_lo,
-                      int64_t order_hi) {
+                      MPI_Op op, MPI_Comm comm, bool needs_commutative, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
     kind_ = Collective::allreduce;
     op_ = op;
-    if ((rc = check_op(needs_commutative, order_lo, order_hi)) != MPI_SUCCESS) return rc;
+    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
     if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf)
       std::memcpy(recvbuf, sendbuf, count * elem_bytes_);
     return MPI_SUCCESS;
@@ -76,12 +81,12 @@ class Context {
   /// end; non-root ranks use internal scratch when recvbuf is null.
   int begin_reduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
                    MPI_Op op, int root, MPI_Comm comm, bool needs_commutative,
-                   int64_t order_lo, int64_t order_hi) {
+                   PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, root);
     if (rc != MPI_SUCCESS) return rc;
     kind_ = Collective::reduce;
     op_ = op;
-    if ((rc = check_op(needs_commutative, order_lo, order_hi)) != MPI_SUCCESS) return rc;
+    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank_ != root || recvbuf == nullptr) {
       own_.resize(count * elem_bytes_);
@@ -262,12 +267,13 @@ class Context {
     return MPI_SUCCESS;
   }
   /// A non-commutative operator needs a schedule proved order-preserving for this p:
-  /// [order_lo, order_hi] is the range of p where the verifier proved it (empty if none).
-  int check_op(bool needs_commutative, int64_t order_lo, int64_t order_hi) const {
+  /// order_p lists the ranges of p where the verifier proved canonical order.
+  int check_op(bool needs_commutative, PRanges order_p) const {
     int commutative = 1;
     const int rc = MPI_Op_commutative(op_, &commutative);
     if (rc != MPI_SUCCESS) return rc;
-    const bool order_proved = size_ >= order_lo && size_ <= order_hi;
+    bool order_proved = false;
+    for (const PRange& pr : order_p) order_proved |= size_ >= pr.lo && size_ <= pr.hi;
     if (!commutative && (needs_commutative || !order_proved)) return MPI_ERR_OP;
     return MPI_SUCCESS;
   }

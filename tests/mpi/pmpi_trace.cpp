@@ -1,0 +1,69 @@
+#include "pmpi_trace.h"
+
+#include <mpi.h>
+
+namespace trace {
+namespace {
+bool on = false;
+const char* base = nullptr;
+int64_t elem = 1, nelems = 0;
+std::vector<Round> rounds;
+Round posting;
+
+int64_t offset_of(const void* p) {
+  const char* c = static_cast<const char*>(p);
+  if (!base || c < base || c > base + elem * nelems) return -1;
+  return (c - base) / elem;
+}
+}  // namespace
+
+void begin(const void* buffer, int64_t elem_bytes, int64_t elems) {
+  on = true;
+  base = static_cast<const char*>(buffer);
+  elem = elem_bytes;
+  nelems = elems;
+  rounds.clear();
+  posting.clear();
+}
+
+std::vector<Round> end() {
+  on = false;
+  if (!posting.empty()) rounds.push_back(posting);
+  posting.clear();
+  return rounds;
+}
+
+}  // namespace trace
+
+extern "C" {
+
+int MPI_Isend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
+  if (trace::on) trace::posting.push_back({"send", dest, trace::offset_of(buf), count});
+  return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
+}
+
+int MPI_Irecv(void* buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request* req) {
+  if (trace::on) trace::posting.push_back({"recv", source, trace::offset_of(buf), count});
+  return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+}
+
+int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
+  if (trace::on && !trace::posting.empty()) {
+    trace::rounds.push_back(trace::posting);
+    trace::posting.clear();
+  }
+  return PMPI_Waitall(count, reqs, statuses);
+}
+
+int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype dt, MPI_Op op) {
+  if (trace::on) {
+    int64_t off = trace::offset_of(inout);
+    if (off < 0) off = trace::offset_of(in);
+    // Reductions run after the round's wait: they belong to the last completed round.
+    if (trace::rounds.empty()) trace::rounds.emplace_back();
+    trace::rounds.back().push_back({"reduce", -1, off, count});
+  }
+  return PMPI_Reduce_local(in, inout, count, dt, op);
+}
+
+}  // extern "C"

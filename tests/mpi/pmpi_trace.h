@@ -1,0 +1,23 @@
+// PMPI shim for translation validation: records the point-to-point calls and local
+// reductions the generated code makes, as MPI sees them (peer, element offset in the
+// user's buffer or -1 for scratch memory, element count), grouped into rounds at each
+// MPI_Waitall. Only active between trace_begin() and trace_end().
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trace {
+
+struct Call {
+  std::string kind;  ///< "send", "recv", "reduce"
+  int64_t peer;      ///< -1 for reduce
+  int64_t offset;    ///< elements from the buffer start, -1 outside the buffer
+  int64_t count;     ///< elements
+};
+using Round = std::vector<Call>;
+
+void begin(const void* buffer, int64_t elem_bytes, int64_t elems);
+std::vector<Round> end();
+
+}  // namespace trace

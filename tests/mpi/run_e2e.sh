@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# End-to-end run of the generated library under mpirun (see harness.cpp):
+#   1. correctness against Open MPI's collectives for p in {1,2,3,4,5,6,7,8,12,16};
+#   2. the same with messages chunked at 5 elements (the > INT_MAX code path);
+#   3. translation validation for p = 1..16.
+# usage: run_e2e.sh HARNESS HARNESS_CHUNKED BINE_CC SOURCE_DIR
+set -euo pipefail
+harness=$1 chunked=$2 bine_cc=$3 src=$4
+libs=("$src/dsl/lib/bine_allreduce.bine" "$src/dsl/lib/bine_bcast.bine" "$src/dsl/lib/baselines.bine")
+mpirun_args=(--oversubscribe)
+[ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+status=0
+for p in 1 2 3 4 5 6 7 8 12 16; do
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
+done
+for p in 1 3 4 6 8; do
+  echo -n "chunked (5 elements per message) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$chunked" check || status=1
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for p in $(seq 1 16); do
+  mkdir -p "$tmp/$p"
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" trace "$tmp/$p" || status=1
+  python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/$p" "$p" "${libs[@]}" || status=1
+done
+exit $status
