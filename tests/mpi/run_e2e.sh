@@ -25,4 +25,21 @@ for p in $(seq 1 16); do
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" trace "$tmp/$p" || status=1
   python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/$p" "$p" "${libs[@]}" || status=1
 done
+# The validator must be able to fail: move one recorded message to another peer.
+python3 - "$tmp/4/trace.0.json" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+for rec in recs:
+    for rnd in rec["rounds"]:
+        for call in rnd:
+            if call[0] == "send":
+                call[1] = (call[1] + 1) % 4
+                json.dump(recs, open(sys.argv[1], "w"))
+                sys.exit(0)
+PY
+if python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/4" 4 "${libs[@]}" > "$tmp/tamper.log"; then
+  echo "FAIL: translation validation accepted a tampered trace"; status=1
+else
+  echo "tampered trace rejected as expected: $(grep -c FAIL "$tmp/tamper.log") mismatch(es)"
+fi
 exit $status

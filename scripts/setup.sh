@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what bine-cc needs on Debian 12 (when missing) and builds it into build/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkgs=(cmake g++ make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$(nproc)"
