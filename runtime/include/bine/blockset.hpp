@@ -51,9 +51,7 @@ class BlockSet {
     if (b == a || B <= 0) return {};
     const int64_t lo = mod(a, B), len = b - a;
     if (lo + len <= B) return range_unchecked(lo, lo + len);
-    BlockSet s = range_unchecked(0, lo + len - B);
-    s.ranges_.push_back({lo, B});
-    return s;
+    return range_unchecked(0, lo + len - B) | range_unchecked(lo, B);
   }
   /// stride(a, step, count): blocks a + j*step (mod B) for j in [0, count).
   static BlockSet stride(int64_t a, int64_t step, int64_t count, int64_t B) {
