@@ -55,6 +55,7 @@ struct Stmt {
   ExprPtr a, b, c;   ///< let/var/assign: a; for: a..b; if: a; send/recv: a=set, b=peer;
                      ///< exchange: a=out set, b=in set, c=peer
   bool reduce = false;
+  Span reduce_span;  ///< recv/exchange: the 'reduce' keyword, when present
   Block body, else_body;
   // sema
   int slot = -1;             ///< declared or assigned slot
@@ -68,8 +69,9 @@ struct Stmt {
 
 struct FnDecl {
   std::string name;
-  Span span;
+  Span span, name_span;
   std::vector<std::string> params;
+  std::vector<Span> param_spans;
   ExprPtr body;
   Type result = Type::error;
 };
@@ -87,6 +89,18 @@ const char* collective_name(Collective c);
 bool collective_from_name(const std::string& s, Collective& c);
 bool collective_is_rooted(Collective c);
 bool collective_reduces(Collective c);
+/// Blocks are indexed by rank (block i belongs to rank i): gather, scatter, allgather,
+/// reduce_scatter (and alltoall's grid).
+bool collective_has_rank_blocks(Collective c);
+
+/// What the fold's extra rounds move (docs/language.md, "fold"): the odd virtual rank's
+/// data to its even partner before the body (prologue), and the partner's result back
+/// after it (epilogue): nothing, the whole vector, or the odd rank's own block.
+enum class FoldData { none, all, own_block };
+struct FoldSteps {
+  FoldData prologue, epilogue;
+};
+FoldSteps fold_steps(Collective c);
 
 struct ScheduleDecl {
   std::string name;

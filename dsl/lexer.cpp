@@ -2,6 +2,7 @@
 // `//` and `/* */` comments.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <unordered_map>
 
 #include "token.h"
@@ -81,6 +82,8 @@ const char* tok_name(Tok t) {
 
 namespace {
 
+constexpr size_t kMaxErrors = 100;
+
 const std::unordered_map<std::string, Tok>& keywords() {
   static const std::unordered_map<std::string, Tok> k = {
       {"schedule", Tok::kw_schedule}, {"implements", Tok::kw_implements},
@@ -125,10 +128,7 @@ class Lexer {
       } else if (Tok k; punct(k)) {
         out.push_back(make(k, start));
       } else {
-        ++pos_;
-        while (pos_ < src_.size() && (static_cast<unsigned char>(src_[pos_]) & 0xC0) == 0x80) ++pos_;
-        std::string shown = std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "\\x" + hex(c);
-        diags_.error(span(start), "unexpected character '" + shown + "'");
+        bad_character(start);
       }
     }
     Token e = make(Tok::eof, uint32_t(src_.size()));
@@ -137,6 +137,42 @@ class Lexer {
   }
 
  private:
+  /// Reports the character at `start` and skips it: ASCII as itself, a well-formed UTF-8
+  /// sequence as its code point (messages stay ASCII, so JSON output never holds a
+  /// malformed string), any other byte in hex.
+  void bad_character(uint32_t start) {
+    const unsigned char c = static_cast<unsigned char>(src_[pos_++]);
+    if (c < 0x80) {
+      const std::string shown = std::isprint(c) ? std::string(1, char(c)) : "\\x" + hex(char(c));
+      report(span(start), "unexpected character '" + shown + "'");
+      return;
+    }
+    // Lead byte: sequence length and the smallest code point it may encode (no overlongs).
+    const int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    uint32_t cp = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    bool ok = len > 0 && start + uint32_t(len) <= src_.size();
+    for (int i = 1; ok && i < len; ++i) {
+      const unsigned char k = static_cast<unsigned char>(src_[start + uint32_t(i)]);
+      if ((k & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (k & 0x3F);
+    }
+    if (ok) ok = (len != 3 || cp >= 0x800) && (len != 4 || (cp >= 0x10000 && cp <= 0x10FFFF)) &&
+                 !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      while (pos_ < src_.size() && (static_cast<unsigned char>(src_[pos_]) & 0xC0) == 0x80) ++pos_;
+      report(span(start), "invalid UTF-8 byte '\\x" + hex(char(c)) + "'");
+      return;
+    }
+    pos_ = start + uint32_t(len);
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", unsigned(cp));
+    report(span(start), std::string("unexpected character ") + buf +
+                            " (non-ASCII characters are only allowed in comments)");
+  }
+  /// Lexical errors stop being reported after kMaxErrors (the parser stops there too).
+  void report(const Span& at, std::string msg) {
+    if (diags_.error_count() < kMaxErrors) diags_.error(at, std::move(msg));
+  }
   static std::string hex(char c) {
     const char* d = "0123456789abcdef";
     const unsigned u = static_cast<unsigned char>(c);
@@ -173,7 +209,7 @@ class Lexer {
           pos_ = uint32_t(src_.size());
           const uint32_t save = pos_;
           pos_ = start + 2;
-          diags_.error(span(start), "unterminated block comment");
+          report(span(start), "unterminated block comment");
           pos_ = save;
           return;
         }
@@ -193,7 +229,8 @@ class Lexer {
       pos_ += 2;
     }
     uint64_t v = 0;
-    bool overflow = false, bad = false, any = false;
+    bool overflow = false, any = false;
+    char bad = 0;  // the first character that is not a digit of `base`
     while (pos_ < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[pos_])) || src_[pos_] == '_')) {
       const char c = src_[pos_++];
       if (c == '_') continue;
@@ -201,15 +238,17 @@ class Lexer {
       if (c >= '0' && c <= '9') d = c - '0';
       else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
       else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      if (d < 0 || d >= base) { bad = true; continue; }
+      if (d < 0 || d >= base) { if (!bad) bad = c; continue; }
       any = true;
       if (v > (uint64_t(INT64_MAX) - uint64_t(d)) / uint64_t(base)) overflow = true;
       else v = v * uint64_t(base) + uint64_t(d);
     }
     Token t = make(Tok::integer, start);
     t.text = src_.substr(start, pos_ - start);
-    if (bad || !any) diags_.error(t.span, "invalid digit in integer literal '" + t.text + "'");
-    else if (overflow) diags_.error(t.span, "integer literal '" + t.text + "' does not fit in 64 bits");
+    const char* base_name = base == 16 ? "hexadecimal" : base == 2 ? "binary" : "decimal";
+    if (bad) report(t.span, std::string("invalid digit '") + bad + "' in " + base_name + " integer literal '" + t.text + "'");
+    else if (!any) report(t.span, "integer literal '" + t.text + "' has no digits");
+    else if (overflow) report(t.span, "integer literal '" + t.text + "' does not fit in a signed 64-bit integer (at most 9223372036854775807)");
     t.value = int64_t(v);
     return t;
   }

@@ -5,7 +5,9 @@ namespace bine {
 namespace {
 
 constexpr size_t kMaxErrors = 100;
-constexpr int kMaxDepth = 200;
+constexpr int kMaxDepth = 200;          ///< nesting of statements, and of expressions
+constexpr int kMaxOperators = 1000;     ///< binary operators in one expression (sema and the
+                                        ///< interpreter recurse over the operand chain)
 
 class Parser {
  public:
@@ -45,15 +47,36 @@ class Parser {
     if (t.kind == Tok::integer) return "integer '" + t.text + "'";
     return tok_name(t.kind);
   }
-  void error_here(const std::string& msg) {
-    if (too_many()) return;
+  /// Reports an error at the current token. A second error at the same token is a
+  /// consequence of the first (an unclosed block inside an unclosed schedule body, a
+  /// statement that failed where recovery stopped) and is dropped; returns null then.
+  Diagnostic* error_here(const std::string& msg) {
+    if (too_many() || pos_ == last_error_tok_) return nullptr;
+    last_error_tok_ = pos_;
     Diagnostic& d = diags_.error(cur().span, msg);
     if (diags_.error_count() == kMaxErrors) add_note(d, Span{}, "too many errors, stopping");
+    return &d;
   }
   bool expect(Tok k, const char* context) {
     if (accept(k)) return true;
-    error_here(std::string("expected ") + tok_name(k) + " " + context + ", found " + describe(cur()));
+    error_here(std::string("expected ") + tok_name(k) + (*context ? " " : "") + context + ", found " + describe(cur()));
     return false;
+  }
+  /// Expects the '}' that closes the block opened at `open`; notes where that was.
+  bool expect_close(const Span& open, const char* context) {
+    if (accept(Tok::rbrace)) return true;
+    if (Diagnostic* d = error_here(std::string("expected '}' ") + context + ", found " + describe(cur())))
+      add_note(*d, open, "to match this '{'");
+    return false;
+  }
+  /// The current token is the first of its line (statements are not terminated, so a
+  /// new line is where the next one most likely starts).
+  bool at_line_start() const {
+    return pos_ == 0 || toks_[pos_ - 1].span.line != cur().span.line;
+  }
+  /// Keywords that only start a schedule item ('requires', 'blocks', ...), not a statement.
+  bool at_item_keyword() const {
+    return at(Tok::kw_requires) || at(Tok::kw_blocks) || at(Tok::kw_fold) || at(Tok::kw_params) || at(Tok::kw_fn);
   }
   Span span_from(const Span& b) const {
     Span s = b;
@@ -71,8 +94,12 @@ class Parser {
         case Tok::rbrace: if (depth == 0) return; --depth; break;
         case Tok::kw_let: case Tok::kw_var: case Tok::kw_for: case Tok::kw_if: case Tok::kw_send:
         case Tok::kw_recv: case Tok::kw_exchange: case Tok::kw_phase: case Tok::kw_schedule:
-        case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn:
+        case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn: case Tok::kw_fold: case Tok::kw_params:
           if (depth == 0) return;
+          break;
+        case Tok::ident:
+          // An assignment or a stray call at the start of a line in a schedule body.
+          if (depth == 0 && in_schedule_ && at_line_start()) return;
           break;
         default: break;
       }
@@ -86,12 +113,14 @@ class Parser {
     expect(Tok::kw_fn, "");
     if (!at(Tok::ident)) { error_here("expected function name after 'fn', found " + describe(cur())); synchronize(); return false; }
     f.name = cur().text;
+    f.name_span = cur().span;
     ++pos_;
     if (!expect(Tok::lparen, "after function name")) { synchronize(); return false; }
     if (!at(Tok::rparen)) {
       do {
         if (!at(Tok::ident)) { error_here("expected parameter name, found " + describe(cur())); synchronize(); return false; }
         f.params.push_back(cur().text);
+        f.param_spans.push_back(cur().span);
         ++pos_;
       } while (accept(Tok::comma));
     }
@@ -113,17 +142,22 @@ class Parser {
     s.name_span = cur().span;
     ++pos_;
     if (!expect(Tok::kw_implements, "after schedule name")) { skip_schedule(); return; }
-    if (!at(Tok::ident)) { error_here("expected a collective name after 'implements', found " + describe(cur())); skip_schedule(); return; }
-    s.collective_name = cur().text;
+    // `reduce` is also a keyword (recv ... reduce); accept it as the collective's name.
+    if (!at(Tok::ident) && !at(Tok::kw_reduce)) { error_here("expected a collective name after 'implements', found " + describe(cur())); skip_schedule(); return; }
+    s.collective_name = at(Tok::kw_reduce) ? std::string("reduce") : cur().text;
     s.collective_span = cur().span;
     ++pos_;
+    const Span open = cur().span;
     if (!expect(Tok::lbrace, "to open the schedule body")) { skip_schedule(); return; }
-    while (!at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+    in_schedule_ = true;
+    // A 'schedule' keyword cannot occur in a body: the body was not closed.
+    while (!at(Tok::rbrace) && !at(Tok::eof) && !at(Tok::kw_schedule) && !too_many()) {
       const size_t before = pos_;
       item(s);
       if (pos_ == before) { error_here("unexpected " + describe(cur())); ++pos_; synchronize(); }
     }
-    expect(Tok::rbrace, "to close the schedule body");
+    expect_close(open, "to close the schedule body");
+    in_schedule_ = false;
     prog_.schedules.push_back(std::move(s));
   }
   void skip_schedule() {
@@ -172,13 +206,22 @@ class Parser {
 
   // block := '{' { stmt } '}'
   bool block(Block& out, const char* what) {
+    const Span open = cur().span;
     if (!expect(Tok::lbrace, what)) return false;
-    while (!at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+    while (!at(Tok::rbrace) && !at(Tok::eof) && !at(Tok::kw_schedule) && !too_many()) {
       const size_t before = pos_;
-      if (StmtPtr st = stmt(false)) out.push_back(std::move(st));
+      if (at_item_keyword()) {
+        // 'requires', 'blocks', 'fold', 'params' and 'fn' describe the whole schedule:
+        // report, then parse the item into a throw-away schedule to skip exactly it.
+        error_here(std::string(tok_name(cur().kind)) + " is only allowed at the top level of a schedule");
+        ScheduleDecl ignored;
+        item(ignored);
+      } else if (StmtPtr st = stmt(false)) {
+        out.push_back(std::move(st));
+      }
       if (pos_ == before) { ++pos_; synchronize(); }
     }
-    return expect(Tok::rbrace, "to close the block");
+    return expect_close(open, "to close the block");
   }
 
   // stmt := 'let' IDENT '=' expr | 'var' IDENT '=' expr | IDENT '=' expr
@@ -188,14 +231,14 @@ class Parser {
   //       | 'exchange' set '/' set 'with' expr ['reduce' | 'copy']
   //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')')      (top level only)
   StmtPtr stmt(bool top) {
-    if (++depth_ > kMaxDepth) {
-      error_here("statements nested too deeply");
-      --depth_;
+    if (++stmt_depth_ > kMaxDepth) {
+      error_here("statements nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+      --stmt_depth_;
       pos_ = toks_.size() - 1;
       return nullptr;
     }
     StmtPtr s = stmt_inner(top);
-    --depth_;
+    --stmt_depth_;
     accept(Tok::semi);
     return s;
   }
@@ -311,8 +354,13 @@ class Parser {
     }
   }
   void reduce_or_copy(Stmt& s) {
-    if (accept(Tok::kw_reduce)) s.reduce = true;
-    else accept(Tok::kw_copy);
+    if (at(Tok::kw_reduce)) {
+      s.reduce = true;
+      s.reduce_span = cur().span;
+      ++pos_;
+    } else {
+      accept(Tok::kw_copy);
+    }
   }
   StmtPtr if_stmt() {
     StmtPtr s = make_stmt(StmtKind::if_);
@@ -321,7 +369,8 @@ class Parser {
     if (!block(s->body, "to open the 'if' body")) return fail();
     if (accept(Tok::kw_else)) {
       if (at(Tok::kw_if)) {
-        if (StmtPtr e = if_stmt()) s->else_body.push_back(std::move(e));
+        // Through stmt(): an 'else if' chain nests like blocks do and is bounded the same way.
+        if (StmtPtr e = stmt(false)) s->else_body.push_back(std::move(e));
       } else if (!block(s->else_body, "after 'else'")) {
         return fail();
       }
@@ -333,11 +382,12 @@ class Parser {
   // expr := or_expr ['?' expr ':' expr]
   ExprPtr expr() {
     if (++depth_ > kMaxDepth) {
-      error_here("expression nested too deeply");
+      error_here("expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
       --depth_;
       pos_ = toks_.size() - 1;
       return nullptr;
     }
+    if (depth_ == 1) operators_ = 0;
     ExprPtr e = ternary();
     --depth_;
     return e;
@@ -383,6 +433,11 @@ class Parser {
       const int pr = prec(op);
       if (pr == 0 || pr <= min_prec) break;
       if (op == Tok::slash && no_slash_) break;
+      if (++operators_ > kMaxOperators) {
+        error_here("expression has more than " + std::to_string(kMaxOperators) + " binary operators");
+        pos_ = toks_.size() - 1;
+        return nullptr;
+      }
       ++pos_;
       ExprPtr rhs = binary(pr);
       if (!rhs) return nullptr;
@@ -405,7 +460,12 @@ class Parser {
       u->op = cur().kind;
       u->span = cur().span;
       ++pos_;
-      if (++depth_ > kMaxDepth) { error_here("expression nested too deeply"); --depth_; pos_ = toks_.size() - 1; return nullptr; }
+      if (++depth_ > kMaxDepth) {
+        error_here("expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+        --depth_;
+        pos_ = toks_.size() - 1;
+        return nullptr;
+      }
       ExprPtr k = unary();
       --depth_;
       if (!k) return nullptr;
@@ -548,7 +608,11 @@ class Parser {
   Program& prog_;
   DiagnosticSink& diags_;
   bool no_slash_ = false;
-  int depth_ = 0;
+  bool in_schedule_ = false;
+  int depth_ = 0;       ///< expression nesting
+  int stmt_depth_ = 0;  ///< statement nesting
+  int operators_ = 0;   ///< binary operators in the current top-level expression
+  size_t last_error_tok_ = size_t(-1);
 };
 
 }  // namespace

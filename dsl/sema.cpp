@@ -38,6 +38,23 @@ bool collective_is_rooted(Collective c) {
   return c == Collective::bcast || c == Collective::reduce || c == Collective::gather ||
          c == Collective::scatter;
 }
+bool collective_has_rank_blocks(Collective c) {
+  return c == Collective::gather || c == Collective::scatter || c == Collective::allgather ||
+         c == Collective::reduce_scatter || c == Collective::alltoall;
+}
+FoldSteps fold_steps(Collective c) {
+  switch (c) {
+    case Collective::allreduce: return {FoldData::all, FoldData::all};
+    case Collective::reduce: return {FoldData::all, FoldData::none};
+    case Collective::bcast: return {FoldData::none, FoldData::all};
+    case Collective::reduce_scatter: return {FoldData::all, FoldData::own_block};
+    case Collective::allgather: return {FoldData::own_block, FoldData::all};
+    case Collective::gather: return {FoldData::own_block, FoldData::none};
+    case Collective::scatter: return {FoldData::none, FoldData::own_block};
+    case Collective::alltoall: return {FoldData::none, FoldData::none};
+  }
+  return {FoldData::none, FoldData::none};
+}
 bool collective_reduces(Collective c) {
   return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
 }
@@ -103,10 +120,32 @@ class Sema {
   /// Checks a fn; `owner` is the schedule for schedule-local fns. Fns see their
   /// parameters, p/r/root/commutative, the schedule's params, and earlier fns.
   void check_fn(FnDecl& f, ScheduleDecl* owner, size_t index) {
-    if (find_builtin(f.name) >= 0) diags_.error(f.span, "'" + f.name + "' is the name of a built-in function");
+    if (find_builtin(f.name) >= 0) {
+      diags_.error(f.name_span, "'" + f.name + "' is the name of a built-in function");
+    } else if (reserved(f.name)) {
+      diags_.error(f.name_span, "'" + f.name + "' is a reserved name of the schedule scope and cannot be redefined");
+    } else {
+      // Top-level and schedule-local fns share one namespace (generated code defines them
+      // side by side), so a local fn cannot reuse a top-level name either.
+      const FnDecl* prev = nullptr;
+      const size_t top_lim = owner ? prog_.fns.size() : index;
+      for (size_t i = 0; i < top_lim && !prev; ++i)
+        if (prog_.fns[i].name == f.name) prev = &prog_.fns[i];
+      for (size_t i = 0; owner && i < index && !prev; ++i)
+        if (owner->fns[i].name == f.name) prev = &owner->fns[i];
+      if (prev) {
+        Diagnostic& d = diags_.error(f.name_span, "redefinition of fn '" + f.name + "'");
+        add_note(d, prev->name_span, "previous definition is here");
+      }
+    }
     for (size_t i = 0; i < f.params.size(); ++i)
       for (size_t j = 0; j < i; ++j)
-        if (f.params[i] == f.params[j]) diags_.error(f.span, "duplicate parameter '" + f.params[i] + "' in fn '" + f.name + "'");
+        if (f.params[i] == f.params[j]) {
+          Diagnostic& d = diags_.error(f.param_spans[i], "duplicate parameter '" + f.params[i] + "' in fn '" + f.name + "'");
+          add_note(d, f.param_spans[j], "previous definition is here");
+          break;
+        }
+    cur_fn_ = &f;
     fn_params_ = &f.params;
     fn_limit_ = owner ? owner->fns.size() : index;
     fn_owner_limit_ = owner ? index : 0;
@@ -120,9 +159,14 @@ class Sema {
         if (pr.slot >= 0) scopes_.back()[pr.name] = Binding{pr.slot, Type::integer, VarKind::param, pr.span};
     }
     f.result = f.body ? check_expr(*f.body) : Type::error;
+    if (f.result == Type::set) {
+      diags_.error(f.body->span, "fn '" + f.name + "' computes a block set; a fn must compute an int or a bool");
+      f.result = Type::error;
+    }
     scopes_ = std::move(saved);
     in_fn_ = false;
     fn_params_ = nullptr;
+    cur_fn_ = nullptr;
   }
   const FnDecl* find_fn(const std::string& n, int& index, bool& local) const {
     if (sched_) {
@@ -144,10 +188,8 @@ class Sema {
     if (!collective_from_name(s.collective_name, s.collective))
       diags_.error(s.collective_span, "unknown collective '" + s.collective_name +
                                           "' (expected bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter or alltoall)");
-    if (s.fold && !(s.collective == Collective::allreduce || s.collective == Collective::bcast ||
-                    s.collective == Collective::reduce))
-      diags_.error(s.fold_span, std::string("'fold' is defined for allreduce, bcast and reduce, not for ") +
-                                    collective_name(s.collective));
+    if (s.fold && s.collective == Collective::alltoall)
+      diags_.error(s.fold_span, "'fold' is not defined for alltoall (no two-one elimination of a p x p block grid)");
     push();
     for (Param& pr : s.params) {
       const Type t = pr.init ? check_expr(*pr.init) : Type::error;
@@ -164,7 +206,9 @@ class Sema {
       const Type t = check_expr(*s.blocks);
       if (t != Type::integer && t != Type::error) diags_.error(s.blocks->span, std::string("'blocks' needs an int block count, not ") + type_name(t));
     }
-    check_block(s.body, /*round_level=*/true, /*in_round=*/false, /*top=*/true);
+    // Params and the top-level statements share one scope (generated code declares them
+    // side by side), so a top-level 'let' cannot reuse a parameter's name.
+    for (StmtPtr& st : s.body) check_stmt(*st, /*round_level=*/true, /*in_round=*/false, /*top=*/true);
     s.num_phases = int(phases_.size());
     pop();
     sched_ = nullptr;
@@ -218,7 +262,8 @@ class Sema {
           return;
         }
         if (t != b->type && t != Type::error && b->type != Type::error)
-          diags_.error(st.a->span, "cannot assign a " + std::string(type_name(t)) + " to '" + st.name + "' of type " + type_name(b->type));
+          diags_.error(st.a->span, std::string("cannot assign ") + (t == Type::integer ? "an " : "a ") + type_name(t) + " to '" +
+                                       st.name + "' of type " + type_name(b->type));
         st.slot = b->slot;
         return;
       }
@@ -268,7 +313,7 @@ class Sema {
           expect_type(*st.b, check_expr(*st.b), Type::integer, st.kind == StmtKind::send ? "the destination rank" : "the source rank");
         }
         if (st.reduce && sched_ && !collective_reduces(sched_->collective))
-          diags_.error(st.span, std::string("'reduce' in a ") + collective_name(sched_->collective) +
+          diags_.error(st.reduce_span, std::string("'reduce' in a ") + collective_name(sched_->collective) +
                                     " schedule: only reduce, allreduce and reduce_scatter combine data");
         st.communicates = true;
         st.round = !in_round;
@@ -448,7 +493,20 @@ class Sema {
     bool local = false;
     const FnDecl* f = find_fn(e.name, idx, local);
     if (!f) {
-      diags_.error(e.span, "call of undeclared function '" + e.name + "'");
+      // Inside a fn only earlier fns are visible; say so when the callee comes later.
+      const FnDecl* later = nullptr;
+      for (size_t i = 0; sched_ && i < sched_->fns.size() && !later; ++i)
+        if (sched_->fns[i].name == e.name) later = &sched_->fns[i];
+      for (size_t i = 0; i < prog_.fns.size() && !later; ++i)
+        if (prog_.fns[i].name == e.name) later = &prog_.fns[i];
+      if (later && later == cur_fn_) {
+        diags_.error(e.span, "fn '" + e.name + "' calls itself; fns cannot be recursive");
+      } else if (later) {
+        Diagnostic& d = diags_.error(e.span, "fn '" + e.name + "' is called before its definition (a fn can only call fns defined before it)");
+        add_note(d, later->name_span, "'" + e.name + "' is defined here");
+      } else {
+        diags_.error(e.span, "call of undeclared function '" + e.name + "'");
+      }
       return Type::error;
     }
     e.fn = local ? idx : -2 - idx;  // >= 0: schedule-local fn; <= -2: top-level fn (-2 - index)
@@ -471,6 +529,7 @@ class Sema {
   std::vector<std::map<std::string, Binding>> scopes_;
   std::map<std::string, PhaseInfo> phases_;
   bool in_fn_ = false;
+  const FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
   const std::vector<std::string>* fn_params_ = nullptr;
   size_t fn_limit_ = 0, fn_owner_limit_ = 0, fn_top_limit_ = 0;
 };

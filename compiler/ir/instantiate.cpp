@@ -2,6 +2,8 @@
 // rank; rounds are opened by round statements and round loops as sema classified them.
 #include "instantiate.h"
 
+#include <algorithm>
+
 #include "bine/builtins.hpp"
 
 namespace bine {
@@ -19,7 +21,19 @@ struct Value {
 /// the body sees the real p, r and root.
 struct FoldMap {
   bool on = false;
+  bool blocked = false;  ///< blocks are indexed by rank (gather, scatter, allgather, reduce_scatter)
   int64_t p = 1, root = 0, pv = 1, extra = 0;
+  /// First v-space rank (block) of virtual rank w; w == pv gives p.
+  int64_t v_first(int64_t w) const { return w < extra ? 2 * w : w + extra; }
+  /// Body block set -> real block set. With rank-indexed blocks under a fold, virtual block
+  /// w stands for the blocks of the real ranks it represents (one or two), rotated by root.
+  BlockSet real_blocks(const BlockSet& body) const {
+    if (!on || !blocked) return body;
+    BlockSet out;
+    for (const auto& [lo, hi] : body.ranges())
+      out = out | BlockSet::wrap(v_first(lo) + root, v_first(hi) + root, p);
+    return out;
+  }
   int64_t v_of(int64_t x) const { return mod(x - root, p); }
   int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
   bool active(int64_t x) const {
@@ -36,6 +50,12 @@ struct FoldMap {
     if (!on) return mod(w, p);
     w = mod(w, pv);
     return real_of_v(w < extra ? 2 * w : w + extra);
+  }
+  /// "rank x" for messages; under the fold also the rank the body sees as r.
+  std::string describe(int64_t x) const {
+    std::string d = "rank " + std::to_string(x);
+    if (on && active(x) && body_rank(x) != x) d += " (r = " + std::to_string(body_rank(x)) + " after the fold)";
+    return d;
   }
 };
 
@@ -79,8 +99,8 @@ class RankRun {
 
  private:
   [[noreturn]] void fail(const Span& at, const std::string& msg) {
-    diags_.error(at, "p=" + std::to_string(p_real_) + " root=" + std::to_string(root_real_) + ": rank " +
-                         std::to_string(rank_) + ": " + msg);
+    diags_.error(at, "p=" + std::to_string(p_real_) + " root=" + std::to_string(root_real_) + ": " +
+                         fm_.describe(rank_) + ": " + msg);
     throw Failure{};
   }
   static std::string source_text(const Span& s) {
@@ -89,6 +109,12 @@ class RankRun {
   }
   void check_domain(const Span& at) {
     if (const char* e = take_domain_error()) fail(at, std::string("out of domain: ") + e);
+  }
+  /// `v`, after reporting a domain error raised while computing it at `at`.
+  template <class T>
+  T checked(T v, const Span& at) {
+    check_domain(at);
+    return v;
   }
 
   // ---- statements ----
@@ -141,20 +167,20 @@ class RankRun {
         else exec_block(s.else_body);
         return;
       case StmtKind::send: {
-        BlockSet set = eval_set(*s.a, s.span);
+        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
         const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
         add(SendOp{peer, std::move(set), Origin{s.span, {}, {}}});
         return;
       }
       case StmtKind::recv: {
-        BlockSet set = eval_set(*s.a, s.span);
+        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
         const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
         add(RecvOp{peer, std::move(set), s.reduce, Origin{s.span, {}, {}}});
         return;
       }
       case StmtKind::exchange: {
-        BlockSet out = eval_set(*s.a, s.span);
-        BlockSet in = eval_set(*s.b, s.span);
+        BlockSet out = fm_.real_blocks(eval_set(*s.a, s.span));
+        BlockSet in = fm_.real_blocks(eval_set(*s.b, s.span));
         const int64_t peer = fm_.real_peer(eval_int(*s.c, s.span));
         add(SendOp{peer, std::move(out), Origin{s.span, {}, {}}});
         add(RecvOp{peer, std::move(in), s.reduce, Origin{s.span, {}, {}}});
@@ -240,10 +266,10 @@ class RankRun {
           case Tok::plus: return bine::add(a, b);
           case Tok::minus: return sub(a, b);
           case Tok::star: return mul(a, b);
-          case Tok::slash: return div(a, b);
-          case Tok::percent: return rem(a, b);
-          case Tok::shl: return shl(a, b);
-          case Tok::shr: return shr(a, b);
+          case Tok::slash: return checked(div(a, b), e.span);
+          case Tok::percent: return checked(rem(a, b), e.span);
+          case Tok::shl: return checked(shl(a, b), e.span);
+          case Tok::shr: return checked(shr(a, b), e.span);
           case Tok::amp: return a & b;
           case Tok::pipe: return a | b;
           case Tok::caret: return a ^ b;
@@ -263,32 +289,7 @@ class RankRun {
     }
   }
   int64_t call(const Expr& e, const Span& at) {
-    if (e.builtin >= 0) {
-      const std::string& n = e.name;
-      if (n == "size") return set_size(eval_set(*e.kids[0], at));
-      if (n == "contains") return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
-      const int64_t a = int_expr(*e.kids[0], at);
-      const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
-      if (n == "log2") return bine::log2(a);
-      if (n == "ceil_log2") return ceil_log2(a);
-      if (n == "is_pow2") return is_pow2(a);
-      if (n == "pow2") return pow2(a);
-      if (n == "lowmask") return lowmask(a);
-      if (n == "popcount") return popcount(a);
-      if (n == "ctz") return ctz(a);
-      if (n == "clz") return clz(a);
-      if (n == "bitrev") return bitrev(a, b);
-      if (n == "even") return even(a);
-      if (n == "odd") return odd(a);
-      if (n == "min") return bine::min(a, b);
-      if (n == "max") return bine::max(a, b);
-      if (n == "mod") return mod(a, b);
-      if (n == "nb") return nb(a);
-      if (n == "from_nb") return from_nb(a);
-      if (n == "rho") return rho(a);
-      if (n == "nu") return nu(a, b);
-      fail(e.span, "internal: unknown builtin " + n);
-    }
+    if (e.builtin >= 0) return checked(builtin(e, at), e.span);
     const FnDecl& f = e.fn >= 0 ? sd_.fns[size_t(e.fn)] : prog_.fns[size_t(-2 - e.fn)];
     std::vector<int64_t> a;
     for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
@@ -297,6 +298,32 @@ class RankRun {
     const int64_t v = int_expr(*f.body, at);
     args_.pop_back();
     return v;
+  }
+  int64_t builtin(const Expr& e, const Span& at) {
+    const std::string& n = e.name;
+    if (n == "size") return set_size(eval_set(*e.kids[0], at));
+    if (n == "contains") return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
+    const int64_t a = int_expr(*e.kids[0], at);
+    const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
+    if (n == "log2") return bine::log2(a);
+    if (n == "ceil_log2") return ceil_log2(a);
+    if (n == "is_pow2") return is_pow2(a);
+    if (n == "pow2") return pow2(a);
+    if (n == "lowmask") return lowmask(a);
+    if (n == "popcount") return popcount(a);
+    if (n == "ctz") return ctz(a);
+    if (n == "clz") return clz(a);
+    if (n == "bitrev") return bitrev(a, b);
+    if (n == "even") return even(a);
+    if (n == "odd") return odd(a);
+    if (n == "min") return bine::min(a, b);
+    if (n == "max") return bine::max(a, b);
+    if (n == "mod") return mod(a, b);
+    if (n == "nb") return nb(a);
+    if (n == "from_nb") return from_nb(a);
+    if (n == "rho") return rho(a);
+    if (n == "nu") return nu(a, b);
+    fail(e.span, "internal: unknown builtin " + n);
   }
   BlockSet eval_set(const Expr& e, const Span& at) {
     BlockSet s = set_expr(e, at);
@@ -316,14 +343,15 @@ class RankRun {
         return BlockSet::range(a, b, blocks);
       }
       case ExprKind::set_wrap:
-        return BlockSet::wrap(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), blocks);
+        return checked(BlockSet::wrap(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), blocks), e.span);
       case ExprKind::set_stride:
-        return BlockSet::stride(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), int_expr(*e.kids[2], at), blocks);
+        return stride(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), int_expr(*e.kids[2], at), e.span);
       case ExprKind::set_filter: {
         const BlockSet dom = set_expr(*e.kids[0], at);
         BlockSet out;
         for (const auto& [lo, hi] : dom.ranges())
           for (int64_t i = lo; i < hi; ++i) {
+            if (++steps_ > kMaxSteps) fail(e.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
             slots_[size_t(e.slot)].i = i;
             if (int_expr(*e.kids[1], at)) out.push_back_block(i);
           }
@@ -340,6 +368,22 @@ class RankRun {
       case ExprKind::name: return slots_[size_t(e.slot)].s;
       default: fail(e.span, "internal: int used as set");
     }
+  }
+  /// BlockSet::stride's set (blocks first + j*step mod B, j < count), built in
+  /// O(count log count) rather than by count unions, with wrapping arithmetic.
+  BlockSet stride(int64_t first, int64_t step, int64_t count, const Span& at) {
+    if (count < 0 || count > blocks) {
+      domain_error("stride count outside 0..B");
+      check_domain(at);
+    }
+    std::vector<int64_t> idx;
+    idx.reserve(size_t(count));
+    for (int64_t j = 0; j < count; ++j) idx.push_back(mod(bine::add(first, mul(j, step)), blocks));
+    std::sort(idx.begin(), idx.end());
+    idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+    BlockSet s;
+    for (int64_t i : idx) s.push_back_block(i);
+    return s;
   }
 
   const Program& prog_;
@@ -380,16 +424,19 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   fm.root = out.root;
   if (decl.fold) {
     fm.on = true;
+    fm.blocked = collective_has_rank_blocks(decl.collective);
     fm.pv = int64_t(1) << bine::log2(req.p);
     fm.extra = req.p - fm.pv;
   }
-  const bool prologue = fm.on && fm.extra > 0 && collective_reduces(decl.collective);
-  const bool epilogue = fm.on && fm.extra > 0 && decl.collective != Collective::reduce;
+  const FoldSteps steps = fold_steps(decl.collective);
+  const bool prologue = fm.on && fm.extra > 0 && steps.prologue != FoldData::none;
+  const bool epilogue = fm.on && fm.extra > 0 && steps.epilogue != FoldData::none;
 
   // Run the body on every active rank.
   std::vector<RankRun> runs;
   runs.reserve(size_t(req.p));
   const RankRun* ref = nullptr;
+  int64_t ref_rank = 0;  ///< the first active rank, whose run the others are compared with
   try {
     for (int64_t x = 0; x < req.p; ++x) {
       runs.emplace_back(program, decl, fm, x, req.commutative, diags, req.p, out.root);
@@ -400,13 +447,15 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       }
       if (!ref) {
         ref = &runs.back();
+        ref_rank = x;
         continue;
       }
       const RankRun& me = runs.back();
       if (me.blocks != ref->blocks) {
         diags.error(decl.blocks ? decl.blocks->span : decl.name_span,
-                    "p=" + std::to_string(req.p) + ": ranks disagree on the block count (" + std::to_string(ref->blocks) +
-                        " vs " + std::to_string(me.blocks) + " on rank " + std::to_string(x) + ")");
+                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the block count (" +
+                        fm.describe(ref_rank) + ": " + std::to_string(ref->blocks) + ", " + fm.describe(x) + ": " +
+                        std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
       const size_t n = std::min(me.sites.size(), ref->sites.size());
@@ -415,20 +464,19 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       if (i < n || me.sites.size() != ref->sites.size()) {
         const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
         const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
-        const int64_t r0 = fm.on ? 0 : 0;
         Diagnostic& d = diags.error(b ? b->span : (a ? a->span : decl.name_span),
                                     "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) +
                                         ": ranks disagree on the round structure at round " + std::to_string(i) +
-                                        " (rank " + std::to_string(x) + (b ? " opens it here" : " has no such round") +
+                                        " (" + fm.describe(x) + (b ? " opens it here" : " has no such round") +
                                         "); conditions and bounds of round loops must not depend on the rank");
-        if (a) add_note(d, a->span, "the first active rank (" + std::to_string(r0) + ") opens it here");
+        if (a) add_note(d, a->span, "the first active rank, " + fm.describe(ref_rank) + ", opens it here");
         return InstStatus::error;
       }
     }
   } catch (const Failure&) {
     return InstStatus::error;
   }
-  out.blocks = ref ? ref->blocks : 1;
+  out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
 
   const size_t body_rounds = ref ? ref->rounds.size() : 0;
   const size_t first = prologue ? 1 : 0;
@@ -447,14 +495,18 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     if (v >= 2 * fm.extra) continue;
     const Origin o{decl.fold_span, "fold", decl.fold_span};
     const int64_t partner = even(v) ? fm.real_of_v(v + 1) : fm.real_of_v(v - 1);
+    // Prologue: odd v hands its data to v - 1; epilogue: v - 1 hands v its result.
+    const int64_t odd_real = even(v) ? partner : x;
+    auto data = [&](FoldData d) { return d == FoldData::all ? everything : BlockSet::block(odd_real, out.blocks); };
     if (prologue) {
-      if (even(v)) rr[0].push_back(RecvOp{partner, everything, true, o});
-      else rr[0].push_back(SendOp{partner, everything, o});
+      const bool reduce = collective_reduces(decl.collective);
+      if (even(v)) rr[0].push_back(RecvOp{partner, data(steps.prologue), reduce, o});
+      else rr[0].push_back(SendOp{partner, data(steps.prologue), o});
     }
     if (epilogue) {
       Round& last = rr.back();
-      if (even(v)) last.push_back(SendOp{partner, everything, o});
-      else last.push_back(RecvOp{partner, everything, false, o});
+      if (even(v)) last.push_back(SendOp{partner, data(steps.epilogue), o});
+      else last.push_back(RecvOp{partner, data(steps.epilogue), false, o});
     }
   }
   return InstStatus::ok;
