@@ -10,9 +10,7 @@ namespace bine {
 
 std::string emitted_function_name(const ScheduleDecl& s) { return "bine_" + s.name; }
 
-bool mpi_target_supports(Collective c) {
-  return c == Collective::allreduce || c == Collective::bcast || c == Collective::reduce;
-}
+bool mpi_target_supports(Collective c) { return c != Collective::alltoall; }
 
 std::string emitted_prototype(const ScheduleDecl& s) {
   const std::string f = "int " + emitted_function_name(s);
@@ -23,8 +21,16 @@ std::string emitted_prototype(const ScheduleDecl& s) {
       return f + "(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)";
     case Collective::bcast:
       return f + "(void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm)";
-    default: return f + "(void)";
+    case Collective::allgather:
+      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm)";
+    case Collective::gather:
+    case Collective::scatter:
+      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)";
+    case Collective::reduce_scatter:
+      return f + "(const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)";
+    case Collective::alltoall: return f + "(void)";
   }
+  return f + "(void)";
 }
 
 namespace {
@@ -38,7 +44,7 @@ const std::set<std::string>& reserved_cpp() {
       "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "try", "typedef",
       "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while", "xor",
       "int64_t", "size_t", "bine", "std", "cx", "rc", "B", "sendbuf", "recvbuf", "buffer", "count",
-      "datatype", "op", "comm", "main", "MPI_SUCCESS", "NULL", "or_eq", "and_eq", "bitand", "bitor", "compl",
+      "datatype", "op", "comm", "main", "sendcount", "recvcount", "sendtype", "recvtype", "root", "MPI_SUCCESS", "NULL", "or_eq", "and_eq", "bitand", "bitor", "compl",
   };
   return k;
 }
@@ -74,11 +80,26 @@ class Emitter {
           << "                           /*needs_commutative=*/" << (needs_comm ? "true" : "false")
           << ",\n                              /*order-preserving for p in*/ " << order << ");\n";
         break;
+      case Collective::reduce_scatter:
+        o << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
+          << "                                   /*needs_commutative=*/" << (needs_comm ? "true" : "false")
+          << ",\n                                   /*order-preserving for p in*/ " << order << ");\n";
+        break;
+      case Collective::allgather:
+        o << "  int rc = cx.begin_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
+        break;
+      case Collective::gather:
+        o << "  int rc = cx.begin_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
+        break;
+      case Collective::scatter:
+        o << "  int rc = cx.begin_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
+        break;
       default:
         o << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
         break;
     }
-    o << "  if (rc != MPI_SUCCESS || cx.finished()) return rc;\n";
+    o << "  if (rc != MPI_SUCCESS) return rc;\n";
+    o << "  if (cx.finished()) return cx.finish();\n";
     std::string ind = "  ";
     if (sd_.fold) {
       o << "  // fold: two-one elimination to p' = 2^floor(log2 p) virtual ranks\n";
@@ -179,9 +200,9 @@ class Emitter {
         o << ind << "cx.recv(" << expr(*s.a) << ", " << expr(*s.b) << ", /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
         return;
       case StmtKind::exchange: {
-        o << ind << "{\n" << ind << "  const int64_t peer = " << expr(*s.c) << ";\n";
-        o << ind << "  cx.send(" << expr(*s.a) << ", peer);\n";
-        o << ind << "  cx.recv(" << expr(*s.b) << ", peer, /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
+        o << ind << "{\n" << ind << "  const int64_t bine_peer = " << expr(*s.c) << ";\n";
+        o << ind << "  cx.send(" << expr(*s.a) << ", bine_peer);\n";
+        o << ind << "  cx.recv(" << expr(*s.b) << ", bine_peer, /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
         o << ind << "}\n";
         return;
       }
@@ -267,9 +288,10 @@ class Emitter {
         return "bine::BlockSet::stride(" + expr(*e.kids[0]) + ", " + expr(*e.kids[1]) + ", " + expr(*e.kids[2]) + ", B)";
       case ExprKind::set_filter: {
         const std::string v = mangle(e.name);
-        return "[&]() { bine::BlockSet out_; for (const auto& rg_ : (" + expr(*e.kids[0]) +
-               ").ranges()) for (int64_t " + v + " = rg_.first; " + v + " < rg_.second; ++" + v + ") if (" +
-               expr(*e.kids[1]) + ") out_.push_back_block(" + v + "); return out_; }()";
+        return "[&]() { const bine::BlockSet bine_dom = " + expr(*e.kids[0]) +
+               "; bine::BlockSet bine_out; for (const auto& bine_rg : bine_dom.ranges()) for (int64_t " + v +
+               " = bine_rg.first; " + v + " < bine_rg.second; ++" + v + ") if (" + expr(*e.kids[1]) +
+               ") bine_out.push_back_block(" + v + "); return bine_out; }()";
       }
     }
     return "0";
@@ -312,7 +334,8 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
-  for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce}) {
+  for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce, Collective::allgather,
+                       Collective::gather, Collective::scatter, Collective::reduce_scatter}) {
     std::string up = collective_name(c);
     for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
     o << "#define BINE_" << up << "_SCHEDULES(X)";

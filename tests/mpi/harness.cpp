@@ -15,7 +15,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -28,6 +30,16 @@ namespace {
 
 using AllreduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
 using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
+using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
+using AllgatherFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
+using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+using ReduceScatterFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
+template <class F>
+struct Entry {
+  const char* name;
+  F fn;
+  bool order_preserving;
+};
 
 struct AllreduceEntry {
   const char* name;
@@ -43,6 +55,12 @@ struct BcastEntry {
 #define BINE_BC_ENTRY(f, order, same) {#f, f},
 const std::vector<AllreduceEntry> kAllreduce = {BINE_ALLREDUCE_SCHEDULES(BINE_AR_ENTRY)};
 const std::vector<BcastEntry> kBcast = {BINE_BCAST_SCHEDULES(BINE_BC_ENTRY)};
+#define BINE_ENTRY(f, order, same) {#f, f, order != 0},
+const std::vector<Entry<ReduceFn>> kReduce = {BINE_REDUCE_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<AllgatherFn>> kAllgather = {BINE_ALLGATHER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<RootedBlocksFn>> kGather = {BINE_GATHER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<RootedBlocksFn>> kScatter = {BINE_SCATTER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<ReduceScatterFn>> kReduceScatter = {BINE_REDUCE_SCATTER_SCHEDULES(BINE_ENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;
@@ -132,6 +150,114 @@ void bcast_case(const BcastEntry& e, MPI_Datatype dt, int width, size_t n, int r
   if (got != expect) fail(tag + ": differs from MPI_Bcast");
 }
 
+template <class T>
+MPI_Datatype mpi_type() { return std::is_same<T, int>::value ? MPI_INT : MPI_DOUBLE; }
+
+std::string tag_of(const char* name, const char* what, size_t n, int root = -1) {
+  return std::string(name) + " " + what + " p=" + std::to_string(size) + " n=" + std::to_string(n) +
+         (root >= 0 ? " root=" + std::to_string(root) : "");
+}
+
+template <class T>
+void reduce_case(const Entry<ReduceFn>& e, MPI_Op op, size_t n, int root, bool in_place) {
+  std::vector<T> send(n), expect(n), got(n, T(-7)), copy;
+  for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
+  copy = send;
+  MPI_Reduce(send.data(), expect.data(), int(n), mpi_type<T>(), op, root, MPI_COMM_WORLD);
+  int rc;
+  if (in_place && rank == root) {
+    got = send;
+    rc = e.fn(MPI_IN_PLACE, got.data(), n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), rank == root ? got.data() : nullptr, n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = tag_of(e.name, "reduce", n, root) + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (rank == root && got != expect) fail(tag + ": differs from MPI_Reduce");
+  if (send != copy) fail(tag + ": send buffer modified");
+}
+
+template <class T>
+void allgather_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
+  const size_t p = size_t(size);
+  std::vector<T> send(n), expect(n * p), got(n * p, T(-7));
+  for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
+  const std::vector<T> copy = send;
+  MPI_Allgather(send.data(), int(n), mpi_type<T>(), expect.data(), int(n), mpi_type<T>(), MPI_COMM_WORLD);
+  int rc;
+  if (in_place) {
+    std::copy(send.begin(), send.end(), got.begin() + long(size_t(rank) * n));
+    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = tag_of(e.name, "allgather", n) + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (got != expect) fail(tag + ": differs from MPI_Allgather");
+  if (send != copy) fail(tag + ": send buffer modified");
+}
+
+template <class T>
+void gather_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_place) {
+  const size_t p = size_t(size);
+  std::vector<T> send(n), expect(n * p), got(n * p, T(-7));
+  for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
+  MPI_Gather(send.data(), int(n), mpi_type<T>(), expect.data(), int(n), mpi_type<T>(), root, MPI_COMM_WORLD);
+  int rc;
+  if (in_place && rank == root) {
+    std::copy(send.begin(), send.end(), got.begin() + long(size_t(rank) * n));
+    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = tag_of(e.name, "gather", n, root) + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (rank == root && got != expect) fail(tag + ": differs from MPI_Gather");
+}
+
+template <class T>
+void scatter_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_place) {
+  const size_t p = size_t(size);
+  std::vector<T> send(n * p), expect(n), got(n, T(-7));
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(root, i);
+  const std::vector<T> copy = send;
+  MPI_Scatter(send.data(), int(n), mpi_type<T>(), expect.data(), int(n), mpi_type<T>(), root, MPI_COMM_WORLD);
+  int rc;
+  if (in_place && rank == root) {
+    rc = e.fn(send.data(), n, mpi_type<T>(), MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    got = expect;  // nothing moves at the root
+  } else {
+    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = tag_of(e.name, "scatter", n, root) + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (got != expect) fail(tag + ": differs from MPI_Scatter");
+  if (rank == root && send != copy) fail(tag + ": root's send buffer modified");
+}
+
+template <class T>
+void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, bool in_place) {
+  const size_t p = size_t(size);
+  std::vector<T> send(n * p), expect(n), got(n, T(-7));
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(rank, i);
+  const std::vector<T> copy = send;
+  MPI_Reduce_scatter_block(send.data(), expect.data(), int(n), mpi_type<T>(), op, MPI_COMM_WORLD);
+  int rc;
+  std::vector<T> inplace = send;
+  if (in_place) rc = e.fn(MPI_IN_PLACE, inplace.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
+  else rc = e.fn(send.data(), got.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
+  if (in_place) got.assign(inplace.begin(), inplace.begin() + long(n));
+  ++cases;
+  const std::string tag = tag_of(e.name, "reduce_scatter", n) + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (got != expect) fail(tag + ": differs from MPI_Reduce_scatter_block");
+  if (send != copy) fail(tag + ": send buffer modified");
+}
+
 std::vector<int> roots() {
   std::vector<int> r = {0};
   for (int x : {size - 1, size / 2, 1 % size})
@@ -171,6 +297,34 @@ int run_check() {
         bcast_case<double>(e, MPI_DOUBLE, 1, n, root);
         bcast_case<int>(e, int3, 3, n, root);
       }
+  const std::vector<size_t> bcounts = {0, 1, 13, 4096 + 3};
+  for (const auto& e : kReduce)
+    for (int root : roots())
+      for (size_t n : counts())
+        for (bool ip : {false, true}) {
+          reduce_case<int>(e, MPI_SUM, n, root, ip);
+          reduce_case<double>(e, MPI_MAX, n, root, ip);
+        }
+  for (const auto& e : kAllgather)
+    for (size_t n : bcounts)
+      for (bool ip : {false, true}) {
+        allgather_case<int>(e, n, ip);
+        allgather_case<double>(e, n, ip);
+      }
+  for (const auto& e : kGather)
+    for (int root : roots())
+      for (size_t n : bcounts)
+        for (bool ip : {false, true}) gather_case<int>(e, n, root, ip);
+  for (const auto& e : kScatter)
+    for (int root : roots())
+      for (size_t n : bcounts)
+        for (bool ip : {false, true}) scatter_case<double>(e, n, root, ip);
+  for (const auto& e : kReduceScatter)
+    for (size_t n : bcounts)
+      for (bool ip : {false, true}) {
+        reduce_scatter_case<int>(e, MPI_SUM, n, ip);
+        reduce_scatter_case<double>(e, MPI_MAX, n, ip);
+      }
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);
@@ -179,8 +333,10 @@ int run_check() {
   MPI_Allreduce(&failures, &total_fail, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&cases, &total_cases, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0)
-    std::printf("p=%d: %zu allreduce + %zu bcast schedules, %ld rank-cases, %ld failures\n", size, kAllreduce.size(),
-                kBcast.size(), total_cases, total_fail);
+    std::printf("p=%d: %zu schedules, %ld rank-cases, %ld failures\n", size,
+                kAllreduce.size() + kBcast.size() + kReduce.size() + kAllgather.size() + kGather.size() +
+                    kScatter.size() + kReduceScatter.size(),
+                total_cases, total_fail);
   return total_fail == 0 ? 0 : 1;
 }
 
@@ -201,8 +357,12 @@ int run_trace(const std::string& dir) {
   std::ofstream f(dir + "/trace." + std::to_string(rank) + ".json");
   f << "[\n";
   bool first = true;
+  bine::mpi::working_buffer_hook() = [](const void* base, uint64_t elem, uint64_t elems) {
+    trace::rebase(base, int64_t(elem), int64_t(elems));
+  };
   auto record = [&](const std::string& name, int root, size_t n, const std::vector<trace::Round>& rounds) {
-    f << (first ? "" : ",\n") << "{\"function\":\"" << name << "\",\"root\":" << root << ",\"count\":" << n << ",\"rounds\":";
+    f << (first ? "" : ",\n") << "{\"function\":\"" << name << "\",\"root\":" << root << ",\"count\":" << n
+      << ",\"elems\":" << trace::elems() << ",\"rounds\":";
     write_rounds(f, rounds);
     f << "}";
     first = false;
@@ -225,6 +385,42 @@ int run_trace(const std::string& dir) {
         record(e.name, root, n, trace::end());
         if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
       }
+  const size_t p = size_t(size);
+  for (const auto& e : kReduce)
+    for (int root : roots())
+      for (size_t n : ns) {
+        std::vector<int> s(n, 1), out(n, 0);
+        trace::begin(nullptr, 1, 0);
+        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+        record(e.name, root, n, trace::end());
+        if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
+      }
+  for (const auto& e : kAllgather)
+    for (size_t n : ns) {
+      std::vector<int> s(n, 1), out(n * p, 0);
+      trace::begin(nullptr, 1, 0);
+      const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+      record(e.name, 0, n, trace::end());
+      if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
+    }
+  for (const auto* list : {&kGather, &kScatter})
+    for (const auto& e : *list)
+      for (int root : roots())
+        for (size_t n : ns) {
+          std::vector<int> s(n * p, 1), out(n * p, 0);
+          trace::begin(nullptr, 1, 0);
+          const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, root, MPI_COMM_WORLD);
+          record(e.name, root, n, trace::end());
+          if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
+        }
+  for (const auto& e : kReduceScatter)
+    for (size_t n : ns) {
+      std::vector<int> s(n * p, 1), out(n, 0);
+      trace::begin(nullptr, 1, 0);
+      const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      record(e.name, 0, n, trace::end());
+      if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
+    }
   f << "\n]\n";
   return failures == 0 ? 0 : 1;
 }

@@ -26,6 +26,14 @@ void begin(const void* buffer, int64_t elem_bytes, int64_t elems) {
   posting.clear();
 }
 
+void rebase(const void* buffer, int64_t elem_bytes, int64_t elems) {
+  base = static_cast<const char*>(buffer);
+  elem = elem_bytes;
+  nelems = elems;
+}
+
+int64_t elems() { return nelems; }
+
 std::vector<Round> end() {
   on = false;
   if (!posting.empty()) rounds.push_back(posting);

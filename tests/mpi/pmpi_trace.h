@@ -18,6 +18,10 @@ struct Call {
 using Round = std::vector<Call>;
 
 void begin(const void* buffer, int64_t elem_bytes, int64_t elems);
+/// Re-targets offsets to another buffer (the runtime's working buffer) while tracing.
+void rebase(const void* buffer, int64_t elem_bytes, int64_t elems);
+/// Elements of the current buffer.
+int64_t elems();
 std::vector<Round> end();
 
 }  // namespace trace

@@ -6,7 +6,7 @@
 # usage: run_e2e.sh HARNESS HARNESS_CHUNKED BINE_CC SOURCE_DIR
 set -euo pipefail
 harness=$1 chunked=$2 bine_cc=$3 src=$4
-libs=("$src/dsl/lib/bine_allreduce.bine" "$src/dsl/lib/bine_bcast.bine" "$src/dsl/lib/baselines.bine")
+libs=("$src"/dsl/lib/*.bine)
 mpirun_args=(--oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -64,7 +64,7 @@ def main():
             sched = cache[key]
             if sched is None:
                 continue
-            want = expected_rounds(sched, rank, rec["count"])
+            want = expected_rounds(sched, rank, rec["elems"])
             got = [Counter(tuple(c) for c in rnd) for rnd in rec["rounds"]]
             checked += 1
             if want != got:

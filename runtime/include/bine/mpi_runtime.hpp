@@ -48,7 +48,17 @@ inline constexpr uint64_t kMaxChunk = INT_MAX;
 /// Point-to-point tag used by generated collectives on the user's communicator.
 inline constexpr int kTag = 27422;
 
-enum class Collective { allreduce, bcast, reduce };
+enum class Collective { allreduce, bcast, reduce, allgather, gather, scatter, reduce_scatter };
+/// What the fold's extra rounds move, per collective (the compiler's fold_steps() in
+/// dsl/sema.cpp; translation validation checks that both agree).
+enum class FoldData { none, all, own_block };
+
+/// Testing hook: when set, called with the working buffer (base, element bytes, elements)
+/// once a call has set it up, so a PMPI tracer can express offsets in its elements.
+inline void (*&working_buffer_hook())(const void*, uint64_t, uint64_t) {
+  static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
+  return hook;
+}
 /// An inclusive range of process counts.
 struct PRange {
   int64_t lo, hi;
@@ -75,6 +85,7 @@ class Context {
     if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
     if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf)
       std::memcpy(recvbuf, sendbuf, count * elem_bytes_);
+    announce();
     return MPI_SUCCESS;
   }
   /// Starts a reduce to `root`: like allreduce, but only root's recvbuf is defined at the
@@ -93,16 +104,87 @@ class Context {
       buf_ = own_.data();
     }
     if (count > 0 && src != buf_) std::memcpy(buf_, src, count * elem_bytes_);
+    announce();
     return MPI_SUCCESS;
   }
   /// Starts a broadcast of buffer (count elements) from root.
   int begin_bcast(void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm) {
     int rc = begin(buffer, count, datatype, comm, root);
     kind_ = Collective::bcast;
+    announce();
     return rc;
   }
+  /// Allgather: rank i's sendbuf (sendcount x sendtype, or MPI_IN_PLACE: already at block i
+  /// of recvbuf) ends in block i of every rank's recvbuf (p blocks of recvcount x recvtype).
+  /// Blocks move as bytes; both types must be contiguous with equal block sizes.
+  int begin_allgather(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                      size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    kind_ = Collective::allgather;
+    int rc = begin_blocks(recvbuf, recvcount, recvtype, comm, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE) rc = copy_in_own_block(sendbuf, sendcount, sendtype);
+    announce();
+    return rc;
+  }
+  /// Gather to root: block i of root's recvbuf (p blocks of recvcount x recvtype) receives
+  /// rank i's sendbuf; MPI_IN_PLACE at the root. Non-root ranks use internal scratch of
+  /// p blocks.
+  int begin_gather(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    kind_ = Collective::gather;
+    int rc = MPI_Comm_rank(comm, &rc_rank_);
+    if (rc != MPI_SUCCESS) return rc;
+    const bool at_root = rc_rank_ == root;
+    rc = begin_blocks(at_root ? recvbuf : nullptr, at_root ? recvcount : sendcount,
+                      at_root ? recvtype : sendtype, comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!(at_root && sendbuf == MPI_IN_PLACE)) rc = copy_in_own_block(sendbuf, sendcount, sendtype);
+    announce();
+    return rc;
+  }
+  /// Scatter from root: block i of root's sendbuf (p blocks of sendcount x sendtype) ends
+  /// in rank i's recvbuf (or stays in place at the root with MPI_IN_PLACE). The root works
+  /// on a copy, so sendbuf is only read.
+  int begin_scatter(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    kind_ = Collective::scatter;
+    int rc = MPI_Comm_rank(comm, &rc_rank_);
+    if (rc != MPI_SUCCESS) return rc;
+    const bool at_root = rc_rank_ == root;
+    rc = begin_blocks(nullptr, at_root ? sendcount : recvcount, at_root ? sendtype : recvtype, comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    if (at_root && count_ > 0) std::memcpy(buf_, sendbuf, count_ * elem_bytes_);
+    if (!(at_root && recvbuf == MPI_IN_PLACE)) {
+      if ((rc = check_block_type(recvcount, recvtype)) != MPI_SUCCESS) return rc;
+      out_ = recvbuf;
+    }
+    announce();
+    return MPI_SUCCESS;
+  }
+  /// Reduce-scatter with equal blocks (MPI_Reduce_scatter_block): sendbuf (or recvbuf with
+  /// MPI_IN_PLACE) holds p blocks of recvcount elements; rank i's recvbuf ends with block i
+  /// reduced over all ranks. Works on an internal copy.
+  int begin_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype,
+                           MPI_Op op, MPI_Comm comm, bool needs_commutative, PRanges order_p) {
+    kind_ = Collective::reduce_scatter;
+    int rc = begin(nullptr, recvcount, datatype, comm, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    op_ = op;
+    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
+    blocked_ = true;
+    block_elems_ = recvcount;
+    count_ = recvcount * uint64_t(size_);
+    own_.resize(count_ * elem_bytes_);
+    buf_ = own_.data();
+    const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if (count_ > 0) std::memcpy(buf_, src, count_ * elem_bytes_);
+    out_ = recvbuf;
+    announce();
+    return MPI_SUCCESS;
+  }
 
-  /// True when there is nothing to communicate (count == 0 or a single rank).
+  /// True when there is nothing to communicate (count == 0 or a single rank); finish()
+  /// must still be called.
   bool finished() const { return count_ == 0 || size_ == 1; }
 
   /// Applies the schedule's fold: prologue round, then virtual p / r / root.
@@ -121,27 +203,32 @@ class Context {
     }
     vsize_ = pv;
     vroot_ = 0;
-    if (extra_ == 0 || kind_ == Collective::bcast) return MPI_SUCCESS;
-    // Prologue: odd v sends its whole vector to v - 1, which reduces it.
+    const FoldData d = fold_steps().first;
+    if (extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
+    // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
     begin_round();
     if (v < 2 * extra_) {
-      if (active_)
-        post(BlockSet::all(1), fold_partner_, true, true, /*whole=*/true);
-      else
-        post(BlockSet::all(1), fold_partner_, false, false, true);
+      const bool reduce = kind_ == Collective::allreduce || kind_ == Collective::reduce ||
+                          kind_ == Collective::reduce_scatter;
+      post(fold_data(d), fold_partner_, active_, active_ && reduce, false);
     }
     return end_round();
   }
-  /// Finishes the call: the fold epilogue where the collective needs one, then the
-  /// first pending error.
+  /// Finishes the call: the fold epilogue where the collective has one, the copy of this
+  /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
+  /// pending error.
   int finish() {
-    if (fold_ == Fold::two_one && extra_ > 0 && kind_ != Collective::reduce) {
+    const FoldData d = fold_steps().second;
+    if (fold_ == Fold::two_one && extra_ > 0 && d != FoldData::none) {
       const int64_t v = mod(rank_ - root_, size_);
       begin_round();
-      if (v < 2 * extra_) post(BlockSet::all(1), fold_partner_, !active_, false, true);
+      if (v < 2 * extra_) post(fold_data(d), fold_partner_, !active_, false, false);
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
+    if (out_ && block_elems_ > 0)
+      std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
+                  block_elems_ * elem_bytes_);
     if (const char* e = take_domain_error()) {
       (void)e;
       return MPI_ERR_OTHER;
@@ -163,7 +250,10 @@ class Context {
   /// Reports an unmet `requires` clause.
   int fail_requires() const { return MPI_ERR_OTHER; }
   /// Sets the block count B of the vector.
-  void set_blocks(int64_t B) { blocks_ = B; }
+  void set_blocks(int64_t B) {
+    blocks_ = B;
+    blocks_set_ = true;
+  }
 
   /// Phases: rounds between begin_phase(id) and end_phase() are logged so that
   /// mirror(id) can replay them reversed.
@@ -223,7 +313,7 @@ class Context {
     const std::vector<std::vector<Op>> rounds = log_[size_t(id)];
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
       begin_round();
-      for (const Op& op : *it) post(op.set, op.real_peer, !op.is_recv, false, false);
+      for (const Op& op : *it) post(op.set, op.real_peer, !op.is_recv, false, true);
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
@@ -268,6 +358,46 @@ class Context {
   }
   /// A non-commutative operator needs a schedule proved order-preserving for this p:
   /// order_p lists the ranges of p where the verifier proved canonical order.
+  /// Rank-indexed blocks moved as bytes: block size = count x type size.
+  int begin_blocks(void* buf, size_t count, MPI_Datatype type, MPI_Comm comm, int root) {
+    int rc = begin(nullptr, 0, MPI_BYTE, comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    blocked_ = true;
+    int tsize = 0;
+    if ((rc = check_block_type(count, type)) != MPI_SUCCESS) return rc;
+    MPI_Type_size(type, &tsize);
+    block_elems_ = uint64_t(count) * uint64_t(tsize);
+    count_ = block_elems_ * uint64_t(size_);
+    if (buf) {
+      buf_ = buf;
+    } else {
+      own_.resize(count_);
+      buf_ = own_.data();
+    }
+    return MPI_SUCCESS;
+  }
+  /// A contiguous type whose count elements make one block of block_elems_ bytes (0 before
+  /// the geometry is set).
+  int check_block_type(size_t count, MPI_Datatype type) const {
+    int tsize = 0, rc;
+    MPI_Aint lb, extent, tlb, textent;
+    if ((rc = MPI_Type_size(type, &tsize)) != MPI_SUCCESS) return rc;
+    if ((rc = MPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS) return rc;
+    if ((rc = MPI_Type_get_true_extent(type, &tlb, &textent)) != MPI_SUCCESS) return rc;
+    if (lb != 0 || tlb != 0 || extent != tsize || textent != tsize) return MPI_ERR_TYPE;
+    if (block_elems_ > 0 && uint64_t(count) * uint64_t(tsize) != block_elems_) return MPI_ERR_TRUNCATE;
+    return MPI_SUCCESS;
+  }
+  int copy_in_own_block(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype) {
+    const int rc = check_block_type(sendcount, sendtype);
+    if (rc != MPI_SUCCESS) return rc;
+    if (block_elems_ > 0)
+      std::memcpy(static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_, sendbuf, block_elems_);
+    return MPI_SUCCESS;
+  }
+  void announce() const {
+    if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
+  }
   int check_op(bool needs_commutative, PRanges order_p) const {
     int commutative = 1;
     const int rc = MPI_Op_commutative(op_, &commutative);
@@ -285,12 +415,44 @@ class Context {
     return real_of_v(w < extra_ ? 2 * w : w + extra_);
   }
   void add_op(const BlockSet& set, int64_t peer, bool is_recv, bool reduce) {
-    post(set, real_peer(peer), is_recv, reduce, false);
+    post(real_blocks(set), real_peer(peer), is_recv, reduce, true);
   }
-  /// Posts the transfers of one op; `whole` means the set is the entire vector.
-  void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool whole) {
-    if (!whole) round_ops_.push_back({set, real, is_recv, reduce});
-    const uint64_t B = whole ? 1 : uint64_t(blocks_);
+  /// Body block set -> real block set: with rank-indexed blocks under a fold, virtual
+  /// block w stands for the blocks of the one or two real ranks it represents.
+  BlockSet real_blocks(const BlockSet& body) const {
+    if (fold_ == Fold::none || !blocked_) return body;
+    BlockSet out;
+    auto v_first = [&](int64_t w) { return w < extra_ ? 2 * w : w + extra_; };
+    for (const BlockSet::Range& rg : body.ranges())
+      out = out | BlockSet::wrap(v_first(rg.first) + root_, v_first(rg.second) + root_, size_);
+    return out;
+  }
+  /// Real blocks moved by a fold round.
+  BlockSet fold_data(FoldData d) const {
+    const int64_t B = geometry_blocks();
+    if (d == FoldData::all) return BlockSet::all(B);
+    const int64_t v = mod(rank_ - root_, size_);
+    return BlockSet::block(even(v) ? fold_partner_ : rank_, B);
+  }
+  std::pair<FoldData, FoldData> fold_steps() const {
+    switch (kind_) {
+      case Collective::allreduce: return {FoldData::all, FoldData::all};
+      case Collective::reduce: return {FoldData::all, FoldData::none};
+      case Collective::bcast: return {FoldData::none, FoldData::all};
+      case Collective::reduce_scatter: return {FoldData::all, FoldData::own_block};
+      case Collective::allgather: return {FoldData::own_block, FoldData::all};
+      case Collective::gather: return {FoldData::own_block, FoldData::none};
+      case Collective::scatter: return {FoldData::none, FoldData::own_block};
+    }
+    return {FoldData::none, FoldData::none};
+  }
+  /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
+  /// block, the whole vector, before set_blocks()).
+  int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? blocks_ : 1; }
+  /// Posts the transfers of one op over real blocks; `log` records it for mirror().
+  void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool log) {
+    if (log) round_ops_.push_back({set, real, is_recv, reduce});
+    const uint64_t B = uint64_t(geometry_blocks());
     for (const BlockSet::Range& rg : set.ranges()) {
       const uint64_t off = block_begin(count_, B, uint64_t(rg.first));
       const uint64_t cnt = block_begin(count_, B, uint64_t(rg.second)) - off;
@@ -329,6 +491,11 @@ class Context {
   MPI_Op op_ = MPI_OP_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int64_t size_ = 1, rank_ = 0, root_ = 0, blocks_ = 1;
+  bool blocks_set_ = false;
+  bool blocked_ = false;      ///< rank-indexed blocks: p blocks of block_elems_ elements
+  uint64_t block_elems_ = 0;
+  void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
+  int rc_rank_ = 0;
   Fold fold_ = Fold::none;
   bool active_ = true;
   int64_t extra_ = 0, vrank_ = 0, vsize_ = 1, vroot_ = 0, fold_partner_ = -1;
