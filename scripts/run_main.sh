@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 echo "== bine-cc check dsl/lib/*.bine --ranks 1..64"
 ./build/bine-cc check dsl/lib/*.bine --ranks 1..64
 echo "== bine-cc compile dsl/lib/*.bine --target mpi -o build/generated/bine_lib.h"
-./build/bine-cc compile dsl/lib/bine_allreduce.bine dsl/lib/bine_bcast.bine dsl/lib/baselines.bine \
+./build/bine-cc compile dsl/lib/*.bine \
   --target mpi --verify-ranks 1..32 -o build/generated/bine_lib.h
 cmake --build build --target allreduce_bcast >/dev/null
 echo "== mpirun -np 8 build/allreduce_bcast"

@@ -14,6 +14,10 @@ status=0
 for p in 1 2 3 4 5 6 7 8 12 16; do
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
 done
+for p in 1 5 8; do
+  echo -n "default error handler (MPI_ERRORS_ARE_FATAL) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-fatal || status=1
+done
 for p in 1 3 4 6 8; do
   echo -n "chunked (5 elements per message) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$chunked" check || status=1

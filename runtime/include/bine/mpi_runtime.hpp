@@ -244,7 +244,7 @@ class Context {
   /// True when the operator is commutative (the `commutative` name of the language).
   bool commutative() const {
     int c = 1;
-    if (kind_ != Collective::bcast) MPI_Op_commutative(op_, &c);
+    if (op_ != MPI_OP_NULL) MPI_Op_commutative(op_, &c);  // no operator: nothing to reorder
     return c != 0;
   }
   /// Reports an unmet `requires` clause.
