@@ -137,15 +137,19 @@ class Verifier {
     else
       msg += " posts no " + std::string(is_send ? "receive from" : "send to") + " rank " + std::to_string(x) + " in round " + std::to_string(t);
     Diagnostic& d = report(origin_of(*op), msg);
-    // Where does y talk to x instead?
-    for (int64_t u = 0; u < T; ++u)
-      if (u != t)
-        for (const Op* o : ops_with(y, u, x, !is_send)) {
-          add_note(d, origin_of(*o).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
-                                              " in round " + std::to_string(u));
-          u = T;
-          break;
-        }
+    // Where does y talk to x instead? The nearest other round, the later one on a tie (a
+    // transfer moved to a later round).
+    std::vector<int64_t> order;
+    for (int64_t dist = 1; dist < T; ++dist)
+      for (int64_t u : {t + dist, t - dist})
+        if (u >= 0 && u < T) order.push_back(u);
+    for (int64_t u : order) {
+      const auto other = ops_with(y, u, x, !is_send);
+      if (other.empty()) continue;
+      add_note(d, origin_of(*other.front()).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
+                                                      " in round " + std::to_string(u));
+      break;
+    }
     // Wait-for chain.
     std::vector<int64_t> seen{x};
     int64_t z = y;
@@ -188,6 +192,9 @@ class Verifier {
     return true;
   }
   /// No block written twice in a round; no block sent and overwritten (copy) in a round.
+  /// Reduce receives land in scratch memory and are combined after the round's wait, in
+  /// posting order (runtime end_round), so two reduce receives of one block do not race:
+  /// step() combines them one after the other.
   bool check_races() {
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t t = 0; t < s_.num_rounds; ++t) {
@@ -202,6 +209,7 @@ class Verifier {
             const bool other_recv = std::holds_alternative<RecvOp>(rd[j]);
             if (other_recv && j < i) continue;  // reported once
             if (!other_recv && ri->reduce) continue;  // reduce receives into scratch: no race
+            if (other_recv && ri->reduce && std::get<RecvOp>(rd[j]).reduce) continue;  // combined in order
             Diagnostic& d = report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
                                                    (other_recv ? " are written by two receives" : " are overwritten while being sent") +
                                                    " in the same round");
@@ -275,6 +283,7 @@ class Verifier {
   };
   bool step(int64_t t) {
     std::vector<Update> ups;
+    std::map<std::pair<int64_t, int64_t>, size_t> reduced;  // (rank, block) -> its reduce in ups
     for (int64_t y = 0; y < s_.p; ++y) {
       std::map<int64_t, size_t> nth;  // per source: index among its sends to y
       for (const Op& op : s_.ranks[size_t(y)][size_t(t)]) {
@@ -294,7 +303,10 @@ class Verifier {
             }
             int32_t nv = v;
             if (rv->reduce) {
-              const int32_t o = state_[size_t(y)][size_t(b)];
+              // A block reduced twice in this round: the second reduction combines into the
+              // result of the first (runtime order), so a repeated contribution shows.
+              const auto prev = reduced.find({y, b});
+              const int32_t o = prev != reduced.end() ? ups[prev->second].term : state_[size_t(y)][size_t(b)];
               if (o == kNone) {
                 report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into block " + std::to_string(b) +
                                        " but holds no data for it");
@@ -309,6 +321,12 @@ class Verifier {
                 return false;
               }
               nv = x < y ? combine(v, o) : combine(o, v);
+              if (prev != reduced.end()) {
+                ups[prev->second].term = nv;
+                ups[prev->second].origin = &rv->origin;
+                continue;
+              }
+              reduced[{y, b}] = ups.size();
             }
             ups.push_back({y, b, nv, &rv->origin});
           }
@@ -337,7 +355,10 @@ class Verifier {
   }
   void add_write_note(Diagnostic& d, int64_t x, int64_t b) {
     const WriteSite& w = writer_[size_t(x)][size_t(b)];
-    if (w.origin) add_note(d, w.origin->span, "block " + std::to_string(b) + " of rank " + std::to_string(x) + " was last written in round " + std::to_string(w.round) + " here");
+    if (!w.origin) return;
+    add_note(d, w.origin->span, "block " + std::to_string(b) + " of rank " + std::to_string(x) + " was last written in round " + std::to_string(w.round) + " here");
+    // A receive made by a mirror or the fold points at a statement of another kind.
+    if (!w.origin->via.empty()) add_note(d, w.origin->via_span, "that receive comes from " + w.origin->via);
   }
   /// Exact multiplicity of every leaf rank in term id (memoized over the DAG).
   std::vector<int64_t> multiplicity(int32_t id) {
@@ -391,7 +412,11 @@ class Verifier {
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
       if (!twice.empty()) msg += std::string(lost.empty() ? "" : ";") + " counts rank" + (twice.size() > 1 ? "s " : " ") + list_ranks(twice) + " more than once";
       Diagnostic& d = diags_.error(site(x, b), msg);
-      add_write_note(d, x, b);
+      if (writer_[size_t(x)][size_t(b)].origin)
+        add_write_note(d, x, b);
+      else
+        add_note(d, Span{}, "no receive ever writes block " + std::to_string(b) + " of rank " + std::to_string(x) +
+                                ": it still holds the rank's own input");
       return false;
     }
     if (!t.ordered) res.order_preserving = false;
