@@ -90,6 +90,12 @@ class Verifier {
       if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends) v.push_back(&op);
     return v;
   }
+  /// The k-th (0-based) op of rank x in round t with peer y of one direction, or null.
+  const Op* nth_with(int64_t x, int64_t t, int64_t y, bool sends, size_t k) const {
+    for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
+      if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends && k-- == 0) return &op;
+    return nullptr;
+  }
   bool pair_matches(int64_t x, int64_t t, int64_t y) const {
     return ops_with(x, t, y, true).size() == ops_with(y, t, x, false).size() &&
            ops_with(x, t, y, false).size() == ops_with(y, t, x, true).size();
@@ -97,7 +103,26 @@ class Verifier {
   /// Zero-buffering execution: a rank finishes round t when every transfer of its round t
   /// is matched by the peer's round t (matching by source, destination and round). Ranks
   /// that can never finish a round are deadlocked; the report follows the wait-for chain.
+  /// Linear-time sufficient condition: in every round, for every ordered pair of ranks,
+  /// the sends of one equal the receives of the other in number. Then all ranks proceed in
+  /// lockstep and nothing can block; the simulation below only runs to explain a failure.
+  bool rounds_pair_up() const {
+    std::unordered_map<uint64_t, int64_t> balance;
+    for (int64_t t = 0; t < s_.num_rounds; ++t) {
+      balance.clear();
+      for (int64_t x = 0; x < s_.p; ++x)
+        for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
+          const int64_t y = peer_of(op);
+          if (std::holds_alternative<SendOp>(op)) ++balance[uint64_t(x) << 32 | uint64_t(y)];
+          else --balance[uint64_t(y) << 32 | uint64_t(x)];
+        }
+      for (const auto& kv : balance)
+        if (kv.second != 0) return false;
+    }
+    return true;
+  }
   bool check_matching() {
+    if (rounds_pair_up()) return check_sizes();
     const int64_t T = s_.num_rounds;
     std::vector<int64_t> cur(size_t(s_.p), 0);
     auto blocker = [&](int64_t x, const Op** op_out) -> int64_t {  // peer x waits for, or -1
@@ -170,25 +195,26 @@ class Verifier {
   }
   bool check_sizes() {
     for (int64_t t = 0; t < s_.num_rounds; ++t)
-      for (int64_t x = 0; x < s_.p; ++x)
-        for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
-          if (!std::holds_alternative<SendOp>(op)) continue;
-          const int64_t y = peer_of(op);
-          const auto sends = ops_with(x, t, y, true);
-          const auto recvs = ops_with(y, t, x, false);
-          for (size_t k = 0; k < sends.size(); ++k) {
-            const BlockSet& a = blocks_of(*sends[k]);
-            const BlockSet& b = blocks_of(*recvs[k]);
-            if (a != b) {
-              Diagnostic& d = report(origin_of(*sends[k]),
-                                     at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
-                                         " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) + ", which receives blocks " +
-                                         format_blocks(b) + " (sizes agree for every element count only when the block sets are equal)");
-              add_note(d, origin_of(*recvs[k]).span, "the receive of rank " + std::to_string(y) + " is here");
-              return false;
-            }
+      for (int64_t x = 0; x < s_.p; ++x) {
+        const Round& rd = s_.ranks[size_t(x)][size_t(t)];
+        for (size_t j = 0; j < rd.size(); ++j) {
+          if (!std::holds_alternative<SendOp>(rd[j])) continue;
+          const int64_t y = peer_of(rd[j]);
+          size_t k = 0;  // the k-th send to y matches y's k-th receive from x
+          for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == y;
+          const Op* rcv = nth_with(y, t, x, false, k);
+          const BlockSet& a = blocks_of(rd[j]);
+          const BlockSet& b = blocks_of(*rcv);
+          if (a != b) {
+            Diagnostic& d = report(origin_of(rd[j]),
+                                   at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
+                                       " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) + ", which receives blocks " +
+                                       format_blocks(b) + " (sizes agree for every element count only when the block sets are equal)");
+            add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
+            return false;
           }
         }
+      }
     return true;
   }
   /// No block written twice in a round; no block sent and overwritten (copy) in a round.
@@ -285,13 +311,14 @@ class Verifier {
     std::vector<Update> ups;
     std::map<std::pair<int64_t, int64_t>, size_t> reduced;  // (rank, block) -> its reduce in ups
     for (int64_t y = 0; y < s_.p; ++y) {
-      std::map<int64_t, size_t> nth;  // per source: index among its sends to y
-      for (const Op& op : s_.ranks[size_t(y)][size_t(t)]) {
-        const auto* rv = std::get_if<RecvOp>(&op);
+      const Round& mine = s_.ranks[size_t(y)][size_t(t)];
+      for (size_t j = 0; j < mine.size(); ++j) {
+        const auto* rv = std::get_if<RecvOp>(&mine[j]);
         if (!rv) continue;
         const int64_t x = rv->peer;
-        const auto sends = ops_with(x, t, y, true);
-        const Op& snd = *sends[nth[x]++];
+        size_t k = 0;  // the k-th receive from x matches x's k-th send to y
+        for (size_t i = 0; i < j; ++i) k += std::holds_alternative<RecvOp>(mine[i]) && peer_of(mine[i]) == x;
+        const Op& snd = *nth_with(x, t, y, true, k);
         for (const auto& [lo, hi] : rv->blocks.ranges())
           for (int64_t b = lo; b < hi; ++b) {
             const int32_t v = state_[size_t(x)][size_t(b)];
