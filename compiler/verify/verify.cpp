@@ -217,7 +217,7 @@ class Verifier {
       }
     return true;
   }
-  /// No block written twice in a round; no block sent and overwritten (copy) in a round.
+  /// No block written by two receives of one round (unless both reduce).
   /// Reduce receives land in scratch memory and are combined after the round's wait, in
   /// posting order (runtime end_round), so two reduce receives of one block do not race:
   /// step() combines them one after the other.
@@ -232,14 +232,14 @@ class Verifier {
             if (i == j) continue;
             const BlockSet both = ri->blocks & blocks_of(rd[j]);
             if (both.empty()) continue;
-            const bool other_recv = std::holds_alternative<RecvOp>(rd[j]);
-            if (other_recv && j < i) continue;  // reported once
-            if (!other_recv && ri->reduce) continue;  // reduce receives into scratch: no race
-            if (other_recv && ri->reduce && std::get<RecvOp>(rd[j]).reduce) continue;  // combined in order
+            // A send reads the state at the start of the round and receives land at its end
+            // (the runtime receives into scratch what overlaps a send), so only two writes
+            // of one block conflict; two reduce receives are combined in posting order.
+            if (!std::holds_alternative<RecvOp>(rd[j]) || j < i) continue;
+            if (ri->reduce && std::get<RecvOp>(rd[j]).reduce) continue;
             Diagnostic& d = report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
-                                                   (other_recv ? " are written by two receives" : " are overwritten while being sent") +
-                                                   " in the same round");
-            add_note(d, origin_of(rd[j]).span, other_recv ? "the other receive is here" : "the send is here");
+                                                   " are written by two receives in the same round");
+            add_note(d, origin_of(rd[j]).span, "the other receive is here");
             return false;
           }
         }

@@ -24,6 +24,11 @@ def expected_rounds(sched, rank, n):
     out = []
     for rnd in sched["ranks"][rank]:
         calls = []
+        sent = set()
+        for op in rnd:
+            if op["op"] == "send":
+                for lo, hi in op["blocks"]:
+                    sent.update(range(lo, hi))
         for op in rnd:
             for lo, hi in op["blocks"]:
                 off = block_begin(n, B, lo)
@@ -33,7 +38,9 @@ def expected_rounds(sched, rank, n):
                 if op["op"] == "send":
                     calls.append(("send", op["peer"], off, cnt))
                 elif op["op"] == "recv_copy":
-                    calls.append(("recv", op["peer"], off, cnt))
+                    # a copy into blocks this round also sends is received into scratch
+                    buffered = any(b in sent for b in range(lo, hi))
+                    calls.append(("recv", op["peer"], -1 if buffered else off, cnt))
                 else:
                     calls.append(("recv", op["peer"], -1, cnt))
                     calls.append(("reduce", -1, off, cnt))

@@ -3,9 +3,11 @@
 //
 // Execution model (the same one the verifier proves, docs/architecture.md):
 // - A schedule runs as a sequence of rounds. Inside a round every transfer is posted at
-//   once (MPI_Isend / MPI_Irecv on the user's communicator with tag kTag) and completed
-//   together (MPI_Waitall); receives with `reduce` land in scratch memory and are
-//   combined after the wait with MPI_Reduce_local, so user-defined operators work.
+//   once (MPI_Isend / MPI_Irecv on the user's communicator with tag kTag, at end_round())
+//   and completed together (MPI_Waitall). Sends read the buffer as it was at the start of
+//   the round and receives land at its end: receives with `reduce`, and copy receives into
+//   blocks a send of the same round reads, go to scratch memory and are applied after the
+//   wait (reductions with MPI_Reduce_local, so user-defined operators work).
 // - Operand order of a reduction: the contribution of the lower real rank is the left
 //   operand (`recv` from a lower rank: buf = recv op buf; from a higher rank:
 //   buf = buf op recv). The verifier models exactly this rule when it infers whether a
@@ -266,6 +268,7 @@ class Context {
 
   void begin_round() {
     round_ops_.clear();
+    round_posts_.clear();
     pending_.clear();
   }
   /// Sends the blocks `set` to body rank `peer` (taken modulo p()).
@@ -279,6 +282,11 @@ class Context {
       release_pending();
       return MPI_ERR_OTHER;
     }
+    BlockSet sent;
+    for (const Op& op : round_posts_)
+      if (!op.is_recv) sent = sent | op.set;
+    for (const Op& op : round_posts_) transfer(op, sent);
+    round_posts_.clear();
     if (!requests_.empty()) {
       const int rc = MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
       requests_.clear();
@@ -287,6 +295,10 @@ class Context {
     for (const Pending& pd : pending_) {
       char* dst = static_cast<char*>(buf_) + pd.offset * elem_bytes_;
       char* tmp = scratch_[pd.scratch].data();
+      if (!pd.reduce) {
+        std::memcpy(dst, tmp, pd.count * elem_bytes_);
+        continue;
+      }
       for (uint64_t done = 0; done < pd.count; done += kMaxChunk) {
         const uint64_t c = pd.count - done < kMaxChunk ? pd.count - done : kMaxChunk;
         char* d = dst + done * elem_bytes_;
@@ -331,6 +343,7 @@ class Context {
     uint64_t offset, count;  // elements
     size_t scratch;
     int64_t peer;
+    bool reduce;             // else a buffered copy
   };
 
   int begin(void* buf, size_t count, MPI_Datatype datatype, MPI_Comm comm, int root) {
@@ -450,17 +463,26 @@ class Context {
   /// block, the whole vector, before set_blocks()).
   int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? blocks_ : 1; }
   /// Posts the transfers of one op over real blocks; `log` records it for mirror().
+  /// Records one op of the current round; end_round() posts them all together.
   void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool log) {
     if (log) round_ops_.push_back({set, real, is_recv, reduce});
+    round_posts_.push_back({set, real, is_recv, reduce});
+  }
+  /// Posts the MPI transfers of one op. Receives that reduce, or that overwrite blocks a
+  /// send of the same round reads, land in scratch and are applied after the wait.
+  void transfer(const Op& op, const BlockSet& sent) {
     const uint64_t B = uint64_t(geometry_blocks());
-    for (const BlockSet::Range& rg : set.ranges()) {
+    for (const BlockSet::Range& rg : op.set.ranges()) {
       const uint64_t off = block_begin(count_, B, uint64_t(rg.first));
       const uint64_t cnt = block_begin(count_, B, uint64_t(rg.second)) - off;
       if (cnt == 0) continue;
       char* base = static_cast<char*>(buf_) + off * elem_bytes_;
-      if (reduce) {
+      const bool is_recv = op.is_recv;
+      const int64_t real = op.real_peer;
+      const bool buffered = is_recv && (op.reduce || !(BlockSet::range(rg.first, rg.second, int64_t(B)) & sent).empty());
+      if (buffered) {
         scratch_.emplace_back(cnt * elem_bytes_);
-        pending_.push_back({off, cnt, scratch_.size() - 1, real});
+        pending_.push_back({off, cnt, scratch_.size() - 1, real, op.reduce});
         base = scratch_.back().data();
       }
       for (uint64_t done = 0; done < cnt; done += kMaxChunk) {
@@ -502,7 +524,8 @@ class Context {
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<char>> scratch_;
   std::vector<Pending> pending_;
-  std::vector<Op> round_ops_;
+  std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
+  std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
   int recording_ = -1;
   std::vector<std::vector<std::vector<Op>>> log_;
 };
