@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "check.h"
+#include "cost.h"
 #include "emit_mpi.h"
 #include "instantiate.h"
 #include "schedule.h"
@@ -173,6 +174,56 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   return diags.has_errors() ? 1 : 0;
 }
 
+struct CostOptions {
+  int64_t p = 0, root = 0;
+  uint64_t bytes = 0, elem_size = 4;
+  CostParams params;
+  bool json = false;
+};
+
+int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set) {
+  if (o.elem_size == 0 || o.bytes % o.elem_size != 0) {
+    std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
+    return 2;
+  }
+  if (!alpha_local_set) o.params.alpha_local = o.params.alpha;
+  if (!beta_local_set) o.params.beta_local = o.params.beta;
+  DiagnosticSink diags;
+  Program prog;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const auto todo = selected(prog, c.only, diags);
+  if (todo.size() != 1) {
+    if (!diags.has_errors())
+      diags.error(Span{}, "the input holds " + std::to_string(todo.size()) + " schedules; choose one with --schedule NAME");
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const ScheduleDecl& s = *todo.front();
+  Schedule sch;
+  std::string unmet;
+  const InstStatus st = instantiate(prog, s, {o.p, o.root, s.uses_commutative_requirement}, sch, diags, &unmet);
+  if (st == InstStatus::not_applicable) {
+    std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << o.p << ": requires " << unmet << "\n";
+    return 1;
+  }
+  if (st != InstStatus::ok) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const CostVector vec{o.bytes / o.elem_size, o.elem_size};
+  const CostResult res = simulate_cost(sch, vec, o.params);
+  if (!res.ok) {
+    std::cerr << "bine-cc: error: cannot cost '" << s.name << "' at p=" << o.p << ": " << res.error << "\n";
+    return 1;
+  }
+  std::cout << (o.json ? cost_json(sch, vec, o.params, res) : cost_text(sch, vec, o.params, res));
+  print_diags(diags, c.format);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,9 +269,29 @@ int main(int argc, char** argv) {
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
 
+  CostOptions copt;
+  CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
+  add_common(cost);
+  cost->add_option("--ranks,-p", copt.p, "process count")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cost->add_option("--root", copt.root, "root rank (rooted collectives)");
+  cost->add_option("--bytes", copt.bytes, "vector size n in bytes")->required();
+  cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)");
+  cost->add_option("--alpha", copt.params.alpha, "latency per message")->required();
+  cost->add_option("--beta", copt.params.beta, "time per byte")->required();
+  cost->add_option("--gamma", copt.params.gamma, "time per element reduced")->required();
+  cost->add_option("--f-alpha", copt.params.f_alpha, "alpha_uni / alpha for one-way pairs (default 1)");
+  cost->add_option("--f-beta", copt.params.f_beta, "beta_uni / beta for one-way pairs (default 1)");
+  CLI::Option* ppn_opt = cost->add_option("--ppn", copt.params.ppn, "ranks per node (default: flat network)");
+  CLI::Option* al_opt =
+      cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node (default --alpha)")->needs(ppn_opt);
+  CLI::Option* bl_opt =
+      cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node (default --beta)")->needs(ppn_opt);
+  cost->add_flag("--json", copt.json, "JSON instead of text");
+
   CLI11_PARSE(app, argc, argv);
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
+  if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
   return 2;
 }

@@ -1,0 +1,617 @@
+// The event-driven simulation behind simulate_cost (docs/cost.md, "Model").
+//
+// Events are message ends and round entries, processed in time order. After the events
+// of one instant, waiting messages are started greedily: a message is eligible once both
+// endpoints are in its round, and starts when the sender's send port and the receiver's
+// receive port are both free; competing messages go in order of eligibility, then sender
+// rank, then the sender's posting order. Every start and round end records the event that
+// bound it, so the critical path is read backwards from the last rank to finish.
+#include "cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace bine {
+namespace {
+
+constexpr int64_t kNone = -1;
+
+struct Message {
+  int64_t src = 0, dst = 0, round = 0;
+  int64_t send_index = 0;  ///< posting position among the sender's ops in the round
+  uint64_t elements = 0, bytes = 0;
+  bool bidirectional = false, local = false;
+  double cost = 0;
+  // simulation state
+  int arrived = 0;
+  bool started = false;
+  double eligible = 0, start = 0, end = 0;
+  // the event that bound the start: the round entry of `pred_rank` (pred_msg == kNone)
+  // or the end of message `pred_msg` (port contention)
+  int64_t pred_rank = kNone, pred_msg = kNone;
+};
+
+/// Waiting-list order: eligibility time, sender, sender's posting order.
+using Key = std::tuple<double, int64_t, int64_t, int64_t>;
+
+struct Port {
+  bool busy = false;
+  bool dirty = false;        ///< listed in Simulator::dirty_
+  int64_t last_msg = kNone;  ///< the message that last released the port
+  double last_end = -1;
+  std::set<Key> waiting;
+};
+
+struct Event {
+  double time;
+  int64_t seq;
+  bool is_msg_end;  ///< else: a rank enters its next round
+  int64_t id;
+  bool operator>(const Event& o) const { return std::tie(time, seq) > std::tie(o.time, o.seq); }
+};
+
+std::string fmt(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+class Simulator {
+ public:
+  Simulator(const Schedule& s, const CostVector& v, const CostParams& prm) : s_(s), v_(v), prm_(prm) {}
+
+  CostResult run() {
+    CostResult res;
+    res.rounds = s_.num_rounds;
+    if (!check_params(res.error) || !build_messages(res.error)) return res;
+    simulate();
+    for (int64_t r = 0; r < p_; ++r)
+      if (cur_[size_t(r)] < T_) {
+        const int64_t t = cur_[size_t(r)];
+        res.error = "deadlock: rank " + std::to_string(r) + " never completes round " + std::to_string(t) + " (" +
+                    std::to_string(pending_[size_t(r)]) + " of its messages never start)";
+        return res;
+      }
+    res.ok = true;
+    res.ranks.assign(size_t(p_), {});
+    for (const Message& m : msgs_) {
+      RankCost& a = res.ranks[size_t(m.src)];
+      RankCost& b = res.ranks[size_t(m.dst)];
+      ++a.messages_sent;
+      ++b.messages_received;
+      a.bytes_sent += m.bytes;
+      b.bytes_received += m.bytes;
+      ++res.messages;
+      res.bytes += m.bytes;
+    }
+    for (int64_t r = 0; r < p_; ++r) {
+      RankCost& rc = res.ranks[size_t(r)];
+      for (int64_t t = 0; t < T_; ++t) rc.elements_reduced += reduce_[at(r, t)];
+      rc.finish = finish_[size_t(r)];
+      if (rc.finish > res.makespan) {
+        res.makespan = rc.finish;
+        res.last_rank = r;
+      }
+    }
+    trace_critical_path(res);
+    return res;
+  }
+
+ private:
+  size_t at(int64_t r, int64_t t) const { return size_t(r * T_ + t); }
+
+  bool check_params(std::string& err) {
+    auto bad = [](double x) { return !(x >= 0) || std::isinf(x); };
+    if (bad(prm_.alpha) || bad(prm_.beta) || bad(prm_.gamma) || bad(prm_.alpha_local) || bad(prm_.beta_local)) {
+      err = "alpha, beta, gamma, alpha_local and beta_local must be finite and >= 0";
+      return false;
+    }
+    if (!(prm_.f_alpha > 0) || !(prm_.f_beta > 0) || std::isinf(prm_.f_alpha) || std::isinf(prm_.f_beta)) {
+      err = "f_alpha and f_beta must be finite and > 0";
+      return false;
+    }
+    if (prm_.ppn < 0) {
+      err = "ranks per node must be >= 0";
+      return false;
+    }
+    if (v_.elem_size < 1) {
+      err = "element size must be >= 1";
+      return false;
+    }
+    if (s_.blocks < 1 && v_.elements > 0) {
+      err = "schedule has no blocks";
+      return false;
+    }
+    return true;
+  }
+
+  /// Pairs the k-th send from x to y in round t with the k-th receive of y from x in
+  /// round t (the verifier's matching), and prices each message.
+  bool build_messages(std::string& err) {
+    p_ = s_.p;
+    T_ = s_.num_rounds;
+    reduce_.assign(size_t(p_ * T_), 0);
+    for (int64_t y = 0; y < p_; ++y)
+      if (s_.ranks[size_t(y)].size() != size_t(T_)) {
+        err = "rank " + std::to_string(y) + " has " + std::to_string(s_.ranks[size_t(y)].size()) + " rounds, expected " +
+              std::to_string(T_);
+        return false;
+      }
+    // Per round: every rank's sends sorted by (destination, posting index) and receives
+    // sorted by (source, posting index); the j-th send of x to y meets the j-th receive
+    // of y from x.
+    std::vector<std::pair<int64_t, int64_t>> sends, recvs;  // (peer, op index)
+    std::vector<size_t> send_at(size_t(p_) + 1), recv_at(size_t(p_) + 1);
+    for (int64_t t = 0; t < T_; ++t) {
+      sends.clear();
+      recvs.clear();
+      for (int64_t y = 0; y < p_; ++y) {
+        send_at[size_t(y)] = sends.size();
+        recv_at[size_t(y)] = recvs.size();
+        const Round& rd = s_.ranks[size_t(y)][size_t(t)];
+        for (size_t i = 0; i < rd.size(); ++i) {
+          const int64_t x = peer_of(rd[i]);
+          if (x < 0 || x >= p_ || x == y) {
+            err = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": invalid peer " + std::to_string(x);
+            return false;
+          }
+          if (const auto* rv = std::get_if<RecvOp>(&rd[i])) {
+            recvs.push_back({x, int64_t(i)});
+            if (rv->reduce) reduce_[at(y, t)] += block_elements(rv->blocks, v_.elements, s_.blocks);
+          } else {
+            sends.push_back({x, int64_t(i)});
+          }
+        }
+        std::sort(sends.begin() + long(send_at[size_t(y)]), sends.end());
+        std::sort(recvs.begin() + long(recv_at[size_t(y)]), recvs.end());
+      }
+      send_at[size_t(p_)] = sends.size();
+      recv_at[size_t(p_)] = recvs.size();
+      // [first, last) of the entries of rank y's sorted list `v` (offsets `at`) with peer x
+      auto group = [](const std::vector<std::pair<int64_t, int64_t>>& v, const std::vector<size_t>& at, int64_t y, int64_t x) {
+        const auto b = v.begin() + long(at[size_t(y)]), e = v.begin() + long(at[size_t(y) + 1]);
+        const auto lo = std::lower_bound(b, e, std::pair<int64_t, int64_t>{x, INT64_MIN});
+        const auto hi = std::lower_bound(lo, e, std::pair<int64_t, int64_t>{x + 1, INT64_MIN});
+        return std::make_pair(size_t(lo - v.begin()), size_t(hi - v.begin()));
+      };
+      for (int64_t x = 0; x < p_; ++x) {
+        for (size_t i = send_at[size_t(x)]; i < send_at[size_t(x) + 1];) {
+          const int64_t y = sends[i].first;
+          const auto [s0, s1] = group(sends, send_at, x, y);
+          const auto [r0, r1] = group(recvs, recv_at, y, x);
+          if (s1 - s0 != r1 - r0) {
+            const bool more_sends = s1 - s0 > r1 - r0;
+            const size_t k = std::min(s1 - s0, r1 - r0) + 1;
+            err = "round " + std::to_string(t) + ": " +
+                  (more_sends ? "send " + std::to_string(k) + " from rank " + std::to_string(x) + " to rank " + std::to_string(y) +
+                                    " has no matching receive"
+                              : "receive " + std::to_string(k) + " of rank " + std::to_string(y) + " from rank " +
+                                    std::to_string(x) + " has no matching send");
+            return false;
+          }
+          const bool bidirectional = group(sends, send_at, y, x).first != group(sends, send_at, y, x).second;
+          for (size_t j = 0; j < s1 - s0; ++j) {
+            const auto& sd = std::get<SendOp>(s_.ranks[size_t(x)][size_t(t)][size_t(sends[s0 + j].second)]);
+            const auto& rv = std::get<RecvOp>(s_.ranks[size_t(y)][size_t(t)][size_t(recvs[r0 + j].second)]);
+            Message m;
+            m.src = x;
+            m.dst = y;
+            m.round = t;
+            m.send_index = sends[s0 + j].second;
+            m.elements = block_elements(sd.blocks, v_.elements, s_.blocks);
+            const uint64_t got = block_elements(rv.blocks, v_.elements, s_.blocks);
+            if (got != m.elements) {
+              err = "round " + std::to_string(t) + ": rank " + std::to_string(x) + " sends " + std::to_string(m.elements) +
+                    " elements to rank " + std::to_string(y) + ", which receives " + std::to_string(got);
+              return false;
+            }
+            m.bytes = m.elements * v_.elem_size;
+            m.local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
+            m.bidirectional = bidirectional;
+            const double fa = bidirectional ? 1.0 : prm_.f_alpha, fb = bidirectional ? 1.0 : prm_.f_beta;
+            const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
+            m.cost = fa * a + fb * double(m.bytes) * b;
+            msgs_.push_back(m);
+          }
+          i = s1;
+        }
+      }
+      // receives from ranks that send nothing to y are unmatched too
+      for (int64_t y = 0; y < p_; ++y)
+        for (size_t i = recv_at[size_t(y)]; i < recv_at[size_t(y) + 1];) {
+          const int64_t x = recvs[i].first;
+          const auto [s0, s1] = group(sends, send_at, x, y);
+          if (s0 == s1) {
+            err = "round " + std::to_string(t) + ": receive 1 of rank " + std::to_string(y) + " from rank " + std::to_string(x) +
+                  " has no matching send";
+            return false;
+          }
+          i = group(recvs, recv_at, y, x).second;
+        }
+    }
+    // Messages of each (rank, round), compressed: ids in round_msgs_[round_at_[i], round_at_[i + 1]).
+    round_at_.assign(size_t(p_ * T_) + 1, 0);
+    for (const Message& m : msgs_) {
+      ++round_at_[at(m.src, m.round) + 1];
+      ++round_at_[at(m.dst, m.round) + 1];
+    }
+    for (size_t i = 1; i < round_at_.size(); ++i) round_at_[i] += round_at_[i - 1];
+    round_msgs_.assign(round_at_.back(), 0);
+    std::vector<size_t> fill(round_at_.begin(), round_at_.end() - 1);
+    for (size_t i = 0; i < msgs_.size(); ++i) {
+      round_msgs_[fill[at(msgs_[i].src, msgs_[i].round)]++] = int64_t(i);
+      round_msgs_[fill[at(msgs_[i].dst, msgs_[i].round)]++] = int64_t(i);
+    }
+    return true;
+  }
+
+  void push(double time, bool is_msg_end, int64_t id) { events_.push(Event{time, seq_++, is_msg_end, id}); }
+
+  void simulate() {
+    cur_.assign(size_t(p_), -1);
+    pending_.assign(size_t(p_), 0);
+    finish_.assign(size_t(p_), 0);
+    msgs_done_.assign(size_t(p_ * T_), 0);
+    last_msg_.assign(size_t(p_ * T_), kNone);
+    send_port_.assign(size_t(p_), {});
+    recv_port_.assign(size_t(p_), {});
+    for (int64_t r = 0; r < p_; ++r) push(0, false, r);
+    while (!events_.empty()) {
+      const double now = events_.top().time;
+      while (!events_.empty() && events_.top().time == now) {
+        const Event e = events_.top();
+        events_.pop();
+        if (e.is_msg_end) end_message(e.id, now);
+        else enter_round(e.id, now);
+      }
+      start_ready(now);
+    }
+  }
+
+  void enter_round(int64_t r, double now) {
+    const int64_t t = ++cur_[size_t(r)];
+    if (t == T_) {
+      finish_[size_t(r)] = now;
+      return;
+    }
+    const size_t b = round_at_[at(r, t)], e = round_at_[at(r, t) + 1];
+    pending_[size_t(r)] = int64_t(e - b);
+    if (b == e) {
+      msgs_done_[at(r, t)] = now;
+      push(now, false, r);  // no messages, hence no reductions
+      return;
+    }
+    for (size_t i = b; i < e; ++i) {
+      Message& m = msgs_[size_t(round_msgs_[i])];
+      if (++m.arrived < 2) continue;
+      m.eligible = now;
+      m.pred_rank = r;
+      fresh_.push_back(Key{now, m.src, m.send_index, round_msgs_[i]});
+    }
+  }
+
+  void end_message(int64_t id, double now) {
+    const Message& m = msgs_[size_t(id)];
+    for (Port* port : {&send_port_[size_t(m.src)], &recv_port_[size_t(m.dst)]}) {
+      port->busy = false;
+      port->last_msg = id;
+      port->last_end = now;
+    }
+    mark_dirty(0, m.src);
+    mark_dirty(1, m.dst);
+    for (int64_t r : {m.src, m.dst}) {
+      if (--pending_[size_t(r)] > 0) continue;
+      msgs_done_[at(r, m.round)] = now;
+      last_msg_[at(r, m.round)] = id;
+      push(now + prm_.gamma * double(reduce_[at(r, m.round)]), false, r);
+    }
+  }
+
+  void mark_dirty(int kind, int64_t r) {
+    Port& pt = kind == 0 ? send_port_[size_t(r)] : recv_port_[size_t(r)];
+    if (pt.dirty || pt.waiting.empty()) return;
+    pt.dirty = true;
+    dirty_.push_back({kind, r});
+  }
+
+  /// Starts message k at `now` when both of its ports are free; returns whether it did.
+  bool try_start(const Key& k, double now) {
+    const int64_t id = std::get<3>(k);
+    Message& m = msgs_[size_t(id)];
+    Port& sp = send_port_[size_t(m.src)];
+    Port& rp = recv_port_[size_t(m.dst)];
+    if (m.started || sp.busy || rp.busy) return false;
+    m.started = true;
+    m.start = now;
+    m.end = now + m.cost;
+    if (now != m.eligible) {  // waited for a port: the message that released it binds
+      m.pred_rank = kNone;
+      m.pred_msg = sp.last_end == now ? sp.last_msg : rp.last_msg;
+    }
+    sp.waiting.erase(k);
+    rp.waiting.erase(k);
+    sp.busy = rp.busy = true;
+    push(m.end, true, id);
+    return true;
+  }
+
+  /// Greedy start at `now`: every eligible message that has not started competes, in key
+  /// order, and starts when both its ports are free. Only messages on ports released at
+  /// `now` and messages eligible since `now` can start; the others stay blocked.
+  void start_ready(double now) {
+    std::sort(fresh_.begin(), fresh_.end());
+    for (;;) {
+      std::vector<Key> cand;
+      for (const auto& [kind, r] : dirty_) {
+        const Port& pt = kind == 0 ? send_port_[size_t(r)] : recv_port_[size_t(r)];
+        if (pt.busy) continue;
+        for (const Key& k : pt.waiting) {
+          const Message& m = msgs_[size_t(std::get<3>(k))];
+          const Port& other = kind == 0 ? recv_port_[size_t(m.dst)] : send_port_[size_t(m.src)];
+          if (!other.busy) {
+            cand.push_back(k);
+            break;
+          }
+        }
+      }
+      if (cand.empty()) break;
+      std::sort(cand.begin(), cand.end());
+      // Waiting messages became eligible before the fresh ones (or with them, earlier in
+      // key order), so they go first.
+      for (const Key& k : cand) try_start(k, now);
+    }
+    for (const auto& [kind, r] : dirty_) (kind == 0 ? send_port_[size_t(r)] : recv_port_[size_t(r)]).dirty = false;
+    dirty_.clear();
+    for (const Key& k : fresh_) {
+      if (try_start(k, now)) continue;
+      const Message& m = msgs_[size_t(std::get<3>(k))];
+      send_port_[size_t(m.src)].waiting.insert(k);
+      recv_port_[size_t(m.dst)].waiting.insert(k);
+    }
+    fresh_.clear();
+  }
+
+  void trace_critical_path(CostResult& res) const {
+    CriticalPath& cp = res.critical;
+    if (T_ == 0) return;
+    // A node is either the end of round t of rank r (msg < 0) or the end of message msg.
+    int64_t r = res.last_rank, t = T_ - 1, msg = kNone;
+    std::set<int64_t> rounds;
+    for (;;) {
+      if (msg == kNone) {
+        if (t < 0) break;
+        const uint64_t red = reduce_[at(r, t)];
+        if (red > 0) {
+          CostStep st;
+          st.kind = StepKind::reduction;
+          st.rank = r;
+          st.round = t;
+          st.elements = red;
+          st.start = msgs_done_[at(r, t)];
+          st.end = st.start + prm_.gamma * double(red);
+          cp.steps.push_back(st);
+          cp.reduced_elements += red;
+          cp.coef_gamma += double(red);
+        }
+        if (last_msg_[at(r, t)] != kNone) msg = last_msg_[at(r, t)];
+        else --t;
+        continue;
+      }
+      const Message& m = msgs_[size_t(msg)];
+      CostStep st;
+      st.kind = StepKind::message;
+      st.rank = m.src;
+      st.peer = m.dst;
+      st.round = m.round;
+      st.bytes = m.bytes;
+      st.elements = m.elements;
+      st.bidirectional = m.bidirectional;
+      st.local = m.local;
+      st.start = m.start;
+      st.end = m.end;
+      cp.steps.push_back(st);
+      ++cp.messages;
+      cp.bytes += m.bytes;
+      rounds.insert(m.round);
+      const double fa = m.bidirectional ? 1.0 : prm_.f_alpha, fb = m.bidirectional ? 1.0 : prm_.f_beta;
+      (m.local ? cp.coef_alpha_local : cp.coef_alpha) += fa;
+      (m.local ? cp.coef_beta_local : cp.coef_beta) += fb * double(m.bytes);
+      if (m.pred_msg != kNone) {
+        msg = m.pred_msg;
+      } else {
+        r = m.pred_rank;
+        t = m.round - 1;
+        msg = kNone;
+      }
+    }
+    std::reverse(cp.steps.begin(), cp.steps.end());
+    cp.rounds = int64_t(rounds.size());
+  }
+
+  const Schedule& s_;
+  const CostVector& v_;
+  const CostParams& prm_;
+  int64_t p_ = 0, T_ = 0, seq_ = 0;
+  std::vector<Message> msgs_;
+  std::vector<size_t> round_at_;                  ///< [rank*T + round] offsets into round_msgs_
+  std::vector<int64_t> round_msgs_;               ///< message ids of each (rank, round)
+  std::vector<uint64_t> reduce_;                  ///< [rank*T + round] elements reduced
+  std::vector<int64_t> cur_, pending_;
+  std::vector<double> finish_, msgs_done_;
+  std::vector<int64_t> last_msg_;
+  std::vector<Port> send_port_, recv_port_;
+  std::vector<std::pair<int, int64_t>> dirty_;  ///< ports released with messages waiting: (0 send / 1 receive, rank)
+  std::vector<Key> fresh_;                      ///< messages eligible since the last start phase
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+};
+
+std::string model_line(const CostParams& prm) {
+  std::string l = "alpha = " + fmt(prm.alpha) + ", beta = " + fmt(prm.beta) + " per byte, gamma = " + fmt(prm.gamma) +
+                  " per element; full duplex";
+  if (prm.f_alpha != 1 || prm.f_beta != 1)
+    l += "; unidirectional pairs: f_alpha = " + fmt(prm.f_alpha) + ", f_beta = " + fmt(prm.f_beta);
+  if (prm.ppn > 0)
+    l += "; " + std::to_string(prm.ppn) + " ranks per node, alpha_local = " + fmt(prm.alpha_local) +
+         ", beta_local = " + fmt(prm.beta_local);
+  else
+    l += "; flat network";
+  return l;
+}
+
+std::string decomposition(const CriticalPath& cp, const CostParams& prm) {
+  std::string d;
+  auto term = [&](double c, const char* name) {
+    if (c == 0) return;
+    d += (d.empty() ? "" : " + ") + fmt(c) + " " + name;
+  };
+  term(cp.coef_alpha, "alpha");
+  term(cp.coef_beta, "beta");
+  if (prm.ppn > 0) {
+    term(cp.coef_alpha_local, "alpha_local");
+    term(cp.coef_beta_local, "beta_local");
+  }
+  term(cp.coef_gamma, "gamma");
+  return d.empty() ? "0" : d;
+}
+
+}  // namespace
+
+uint64_t block_elements(const BlockSet& b, uint64_t n, int64_t B) {
+  uint64_t e = 0;
+  for (const auto& [lo, hi] : b.ranges()) e += block_begin(n, uint64_t(B), uint64_t(hi)) - block_begin(n, uint64_t(B), uint64_t(lo));
+  return e;
+}
+
+CostResult simulate_cost(const Schedule& s, const CostVector& v, const CostParams& params) {
+  return Simulator(s, v, params).run();
+}
+
+std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& prm, const CostResult& r) {
+  std::ostringstream o;
+  o << "cost of " << s.name << " (" << collective_name(s.collective) << "), p = " << s.p;
+  if (collective_is_rooted(s.collective)) o << ", root = " << s.root;
+  o << "\n  vector: " << v.elements * v.elem_size << " bytes = " << v.elements << " elements of " << v.elem_size
+    << " bytes, " << s.blocks << (s.blocks == 1 ? " block\n" : " blocks\n");
+  o << "  model: " << model_line(prm) << "\n";
+  if (!r.ok) {
+    o << "error: " << r.error << "\n";
+    return o.str();
+  }
+  const CriticalPath& cp = r.critical;
+  o << "makespan: " << fmt(r.makespan) << "  (rank " << r.last_rank << " finishes last)\n";
+  o << "rounds: " << r.rounds << "\n";
+  o << "messages: " << r.messages << ", " << r.bytes << " bytes in total\n";
+  o << "critical path: " << cp.messages << " messages in " << cp.rounds << " rounds, " << cp.bytes << " bytes, "
+    << cp.reduced_elements << " elements reduced\n";
+  o << "  makespan = " << decomposition(cp, prm) << "\n";
+  for (const CostStep& st : cp.steps) {
+    o << "  [" << fmt(st.start) << ", " << fmt(st.end) << "] round " << st.round << ": ";
+    if (st.kind == StepKind::message)
+      o << "rank " << st.rank << " -> rank " << st.peer << ", " << st.bytes << " bytes"
+        << (st.bidirectional ? "" : ", unidirectional") << (st.local ? ", local" : "") << "\n";
+    else
+      o << "rank " << st.rank << " reduces " << st.elements << " elements\n";
+  }
+  o << "per rank:\n";
+  o << "  rank  msgs_sent  msgs_recv  bytes_sent  bytes_recv  elems_reduced  finish\n";
+  for (int64_t x = 0; x < s.p; ++x) {
+    const RankCost& rc = r.ranks[size_t(x)];
+    char line[200];
+    std::snprintf(line, sizeof line, "  %4lld  %9lld  %9lld  %10llu  %10llu  %13llu  %s\n", (long long)x,
+                  (long long)rc.messages_sent, (long long)rc.messages_received, (unsigned long long)rc.bytes_sent,
+                  (unsigned long long)rc.bytes_received, (unsigned long long)rc.elements_reduced, fmt(rc.finish).c_str());
+    o << line;
+  }
+  return o.str();
+}
+
+std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& prm, const CostResult& r) {
+  nlohmann::ordered_json j;
+  j["schedule"] = s.name;
+  j["collective"] = collective_name(s.collective);
+  j["p"] = s.p;
+  j["root"] = s.root;
+  j["bytes"] = v.elements * v.elem_size;
+  j["elements"] = v.elements;
+  j["elem_size"] = v.elem_size;
+  j["blocks"] = s.blocks;
+  nlohmann::ordered_json m;
+  m["alpha"] = prm.alpha;
+  m["beta"] = prm.beta;
+  m["gamma"] = prm.gamma;
+  m["f_alpha"] = prm.f_alpha;
+  m["f_beta"] = prm.f_beta;
+  m["ppn"] = prm.ppn;
+  if (prm.ppn > 0) {
+    m["alpha_local"] = prm.alpha_local;
+    m["beta_local"] = prm.beta_local;
+  }
+  j["model"] = m;
+  j["ok"] = r.ok;
+  if (!r.ok) {
+    j["error"] = r.error;
+    return j.dump(1) + "\n";
+  }
+  j["makespan"] = r.makespan;
+  j["rounds"] = r.rounds;
+  j["messages"] = r.messages;
+  j["total_bytes"] = r.bytes;
+  j["last_rank"] = r.last_rank;
+  const CriticalPath& cp = r.critical;
+  nlohmann::ordered_json c;
+  c["messages"] = cp.messages;
+  c["rounds"] = cp.rounds;
+  c["bytes"] = cp.bytes;
+  c["reduced_elements"] = cp.reduced_elements;
+  nlohmann::ordered_json coef;
+  coef["alpha"] = cp.coef_alpha;
+  coef["beta"] = cp.coef_beta;
+  coef["alpha_local"] = cp.coef_alpha_local;
+  coef["beta_local"] = cp.coef_beta_local;
+  coef["gamma"] = cp.coef_gamma;
+  c["coefficients"] = coef;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const CostStep& st : cp.steps) {
+    nlohmann::ordered_json x;
+    x["kind"] = st.kind == StepKind::message ? "message" : "reduction";
+    x["round"] = st.round;
+    if (st.kind == StepKind::message) {
+      x["from"] = st.rank;
+      x["to"] = st.peer;
+      x["bytes"] = st.bytes;
+      x["bidirectional"] = st.bidirectional;
+      x["local"] = st.local;
+    } else {
+      x["rank"] = st.rank;
+      x["elements"] = st.elements;
+    }
+    x["start"] = st.start;
+    x["end"] = st.end;
+    steps.push_back(x);
+  }
+  c["steps"] = steps;
+  j["critical_path"] = c;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (int64_t x = 0; x < s.p; ++x) {
+    const RankCost& rc = r.ranks[size_t(x)];
+    nlohmann::ordered_json o;
+    o["rank"] = x;
+    o["messages_sent"] = rc.messages_sent;
+    o["messages_received"] = rc.messages_received;
+    o["bytes_sent"] = rc.bytes_sent;
+    o["bytes_received"] = rc.bytes_received;
+    o["elements_reduced"] = rc.elements_reduced;
+    o["finish"] = rc.finish;
+    ranks.push_back(o);
+  }
+  j["ranks"] = ranks;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace bine

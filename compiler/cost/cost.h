@@ -1,0 +1,96 @@
+// The cost model: an event-driven alpha-beta-gamma simulation of one Schedule instance
+// (docs/cost.md). Each rank runs its rounds in order; a message of m bytes costs
+// alpha + m*beta and starts once both endpoints are in its round and their ports are free;
+// a round ends when its messages are done, then its reductions cost gamma per element.
+// The result carries the makespan, the critical path (the chain of messages and reductions
+// that determines the makespan) decomposed into alpha/beta/gamma coefficients, and
+// per-rank totals.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule.h"
+
+namespace bine {
+
+/// Machine parameters. Times are in any unit (the makespan is in the same unit).
+struct CostParams {
+  double alpha = 0;  ///< latency of a message between ranks on different nodes
+  double beta = 0;   ///< time per byte between ranks on different nodes
+  double gamma = 0;  ///< time per element reduced (the papers' gamma is per byte: pass
+                     ///< gamma_per_byte * elem_size, or elem_size 1)
+  /// MPICH refinement (Thakur et al., Fig. 6): alpha and beta are the costs of a
+  /// bidirectional exchange; a message whose pair of ranks carries no message in the other
+  /// direction in the same round costs f_alpha*alpha + f_beta*m*beta. 1 = plain model.
+  double f_alpha = 1, f_beta = 1;
+  /// Ranks per node (ranks r and q share a node when r / ppn == q / ppn); 0: flat network,
+  /// every message uses alpha and beta.
+  int64_t ppn = 0;
+  double alpha_local = 0, beta_local = 0;  ///< used for messages within a node
+};
+
+/// The size of the reduced / transferred vector.
+struct CostVector {
+  uint64_t elements = 0;   ///< n: the vector's element count, split into Schedule::blocks blocks
+  uint64_t elem_size = 1;  ///< bytes per element
+};
+
+enum class StepKind { message, reduction };
+
+/// One link of the critical path.
+struct CostStep {
+  StepKind kind = StepKind::message;
+  int64_t rank = 0;         ///< message: the sender; reduction: the reducing rank
+  int64_t peer = -1;        ///< message: the receiver
+  int64_t round = 0;
+  uint64_t bytes = 0;       ///< message size
+  uint64_t elements = 0;    ///< message: elements carried; reduction: elements reduced
+  bool bidirectional = true;  ///< message: the pair exchanges in this round (no f factors)
+  bool local = false;         ///< message: both ranks on one node (alpha_local, beta_local)
+  double start = 0, end = 0;
+};
+
+/// The critical path and its decomposition: makespan = coef_alpha*alpha + coef_beta*beta +
+/// coef_alpha_local*alpha_local + coef_beta_local*beta_local + coef_gamma*gamma.
+struct CriticalPath {
+  std::vector<CostStep> steps;   ///< in time order; contiguous from 0 to the makespan
+  int64_t messages = 0;
+  int64_t rounds = 0;            ///< distinct rounds its messages belong to
+  uint64_t bytes = 0;            ///< bytes of its messages
+  uint64_t reduced_elements = 0; ///< elements of its reductions
+  double coef_alpha = 0, coef_beta = 0, coef_alpha_local = 0, coef_beta_local = 0, coef_gamma = 0;
+};
+
+struct RankCost {
+  int64_t messages_sent = 0, messages_received = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0, elements_reduced = 0;
+  double finish = 0;  ///< end of the rank's last round
+};
+
+struct CostResult {
+  bool ok = false;
+  std::string error;             ///< why the schedule could not be simulated
+  double makespan = 0;
+  int64_t rounds = 0;            ///< Schedule::num_rounds
+  int64_t messages = 0;          ///< all ranks
+  uint64_t bytes = 0;            ///< all ranks
+  int64_t last_rank = 0;         ///< the rank that finishes last (lowest on ties)
+  CriticalPath critical;
+  std::vector<RankCost> ranks;
+};
+
+/// Simulates `s` for the vector `v` under `params`. Fails (ok = false, error set) on
+/// invalid parameters, unmatched messages, message size mismatches and deadlocks; a
+/// schedule that passes the verifier never fails.
+CostResult simulate_cost(const Schedule& s, const CostVector& v, const CostParams& params);
+
+/// Elements of block set `b` when n elements are split into B balanced blocks.
+uint64_t block_elements(const BlockSet& b, uint64_t n, int64_t B);
+
+/// Readable report: parameters, makespan, critical path with its steps, per-rank table.
+std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& params, const CostResult& r);
+/// The same as JSON; deterministic.
+std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& params, const CostResult& r);
+
+}  // namespace bine
