@@ -29,7 +29,7 @@ const Program& library() {
     DiagnosticSink d;
     const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
     REQUIRE(load_program({dir + "bine_allreduce.bine", dir + "bine_bcast.bine", dir + "baselines.bine",
-                          dir + "bine_butterfly.bine"},
+                          dir + "bine_butterfly.bine", dir + "mpich.bine"},
                          prog, d));
     loaded = true;
   }
@@ -286,7 +286,7 @@ TEST_CASE("binomial broadcast: [T] line 569, ceil(lg p)(alpha + n beta), every p
         }
 }
 
-TEST_CASE("other rows of the [T] 5.1 table the library implements (reduce, reduce-scatter, allgather)") {
+TEST_CASE("other rows of the [T] 5.1 table the library implements (reduce, reduce-scatter, allgather, Van de Geijn)") {
   for (int64_t p = 2; p <= 64; ++p)
     for (size_t k = 0; k < kMachines.size(); ++k) {
       CAPTURE(p);
@@ -298,7 +298,21 @@ TEST_CASE("other rows of the [T] 5.1 table the library implements (reduce, reduc
       expect(run(inst("binomial_reduce", p, p - 1), n, es, c), c, {clg, clg * double(N), clg * double(n)});
       // line 568: ring allgather, (p-1) alpha + (p-1)/p n beta, any p
       expect(run(inst("ring_allgather", p), n, es, c), c, {P - 1, double(N) - double(N) / P, 0});
+      // line 570: Van de Geijn broadcast (scatter + ring allgather), (lg p + p - 1) alpha +
+      // 2 (p-1)/p n beta. The table writes lg p; for other p the binomial scatter takes
+      // ceil(lg p) steps, as the binomial tree of line 569 does. The ring allgather waits for
+      // the last scatter receiver, so the two phases add up.
+      for (int64_t root : {int64_t(0), p - 1})
+        expect(run(inst("van_de_geijn_bcast", p, root), n, es, c), c, {clg + P - 1, 2 * (double(N) - double(N) / P), 0});
+      // line 576: pairwise-exchange reduce-scatter, (p-1) alpha + (p-1)/p n (beta + gamma), any p
+      expect(run(inst("pairwise_reduce_scatter", p), n, es, c), c, {P - 1, double(N) - double(N) / P, double(n) - double(n) / P});
       if (!oracle_is_pow2(p)) continue;
+      // line 579: Rabenseifner reduce (reduce-scatter + binomial gather),
+      // 2 lg p alpha + 2 (p-1)/p n beta + (p-1)/p n gamma
+      expect(run(inst("rabenseifner_reduce", p), n, es, c), c, {2 * lg, 2 * (double(N) - double(N) / P), double(n) - double(n) / P});
+      // Van de Geijn with a recursive-doubling allgather: no row of its own; the binomial
+      // scatter (lg p alpha + (p-1)/p n beta) followed by the allgather of line 566.
+      expect(run(inst("van_de_geijn_bcast_rd", p), n, es, c), c, {2 * lg, 2 * (double(N) - double(N) / P), 0});
       // line 566: recursive doubling allgather, lg p alpha + (p-1)/p n beta (p a power of two)
       for (const char* ag : {"recursive_doubling_allgather", "bine_allgather"})
         expect(run(inst(ag, p), n, es, c), c, {lg, double(N) - double(N) / P, 0});
