@@ -69,6 +69,12 @@ class Parser {
       add_note(*d, open, "to match this '{'");
     return false;
   }
+  /// After a nesting limit: skips to the end of the file without further errors (the
+  /// constructs left open there are a consequence of stopping).
+  void give_up() {
+    pos_ = toks_.size() - 1;
+    last_error_tok_ = pos_;
+  }
   /// The current token is the first of its line (statements are not terminated, so a
   /// new line is where the next one most likely starts).
   bool at_line_start() const {
@@ -84,6 +90,19 @@ class Parser {
     if (last.span.file == b.file && last.span.end > s.end) s.end = last.span.end;
     return s;
   }
+  /// After an error inside a bracketed construct whose opening bracket is consumed (a
+  /// 'params' list, a set comprehension): skips past its `close`, but stops at a new
+  /// line, so that a forgotten closer does not swallow the statements after it.
+  void skip_past(Tok close) {
+    int depth = 0;
+    while (!at(Tok::eof)) {
+      if (at(close) && depth == 0) { ++pos_; return; }
+      if (at(Tok::lbrace) || at(Tok::lparen) || at(Tok::lbracket)) ++depth;
+      if ((at(Tok::rbrace) || at(Tok::rparen) || at(Tok::rbracket)) && depth > 0) --depth;
+      ++pos_;
+      if (at_line_start()) return;
+    }
+  }
   /// Skips to a likely statement start after a syntax error.
   void synchronize() {
     int depth = 0;
@@ -97,8 +116,10 @@ class Parser {
         case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn: case Tok::kw_fold: case Tok::kw_params:
           if (depth == 0) return;
           break;
-        case Tok::ident:
-          // An assignment or a stray call at the start of a line in a schedule body.
+        case Tok::ident: case Tok::integer: case Tok::lparen: case Tok::kw_else: case Tok::kw_true:
+        case Tok::kw_false:
+          // In a schedule body, a new line that does not continue an expression (no
+          // operator, '{', 'to', 'reduce', ...) most likely starts the next statement.
           if (depth == 0 && in_schedule_ && at_line_start()) return;
           break;
         default: break;
@@ -183,19 +204,20 @@ class Parser {
       ++pos_;
       accept(Tok::semi);
     } else if (accept(Tok::kw_params)) {
+      const Span open = cur().span;
       if (!expect(Tok::lbrace, "after 'params'")) { synchronize(); return; }
       while (at(Tok::ident)) {
         Param pr;
         pr.name = cur().text;
         pr.span = cur().span;
         ++pos_;
-        if (!expect(Tok::assign, "after parameter name")) { synchronize(); break; }
+        if (!expect(Tok::assign, "after parameter name")) { skip_past(Tok::rbrace); return; }
         pr.init = expr();
-        if (!pr.init) { synchronize(); break; }
+        if (!pr.init) { skip_past(Tok::rbrace); return; }
         s.params.push_back(std::move(pr));
         if (!accept(Tok::comma)) accept(Tok::semi);
       }
-      expect(Tok::rbrace, "to close 'params'");
+      if (!expect_close(open, "to close 'params'")) skip_past(Tok::rbrace);
     } else if (at(Tok::kw_fn)) {
       FnDecl f;
       if (fn_decl(f)) s.fns.push_back(std::move(f));
@@ -234,7 +256,7 @@ class Parser {
     if (++stmt_depth_ > kMaxDepth) {
       error_here("statements nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
       --stmt_depth_;
-      pos_ = toks_.size() - 1;
+      give_up();
       return nullptr;
     }
     StmtPtr s = stmt_inner(top);
@@ -384,7 +406,7 @@ class Parser {
     if (++depth_ > kMaxDepth) {
       error_here("expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
       --depth_;
-      pos_ = toks_.size() - 1;
+      give_up();
       return nullptr;
     }
     if (depth_ == 1) operators_ = 0;
@@ -435,7 +457,7 @@ class Parser {
       if (op == Tok::slash && no_slash_) break;
       if (++operators_ > kMaxOperators) {
         error_here("expression has more than " + std::to_string(kMaxOperators) + " binary operators");
-        pos_ = toks_.size() - 1;
+        give_up();
         return nullptr;
       }
       ++pos_;
@@ -463,7 +485,7 @@ class Parser {
       if (++depth_ > kMaxDepth) {
         error_here("expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
         --depth_;
-        pos_ = toks_.size() - 1;
+        give_up();
         return nullptr;
       }
       ExprPtr k = unary();
@@ -560,17 +582,24 @@ class Parser {
       case Tok::lbrace: {
         ++pos_;
         auto e = node(ExprKind::set_filter, t.span);
-        if (!at(Tok::ident)) { error_here("expected a block variable in a set comprehension, found " + describe(cur())); return nullptr; }
+        // On an error, skip the rest of the comprehension: statement recovery would take
+        // its 'if' for a statement and its '}' for the end of the enclosing block.
+        if (!at(Tok::ident)) {
+          error_here("expected a block variable in a set comprehension, found " + describe(cur()));
+          skip_past(Tok::rbrace);
+          return nullptr;
+        }
         e->name = cur().text;
         ++pos_;
-        if (!expect(Tok::kw_in, "in a set comprehension")) return nullptr;
+        if (!expect(Tok::kw_in, "in a set comprehension")) { skip_past(Tok::rbrace); return nullptr; }
         const bool saved = no_slash_;
         no_slash_ = false;
         ExprPtr s = expr();
-        if (!s || !expect(Tok::kw_if, "in a set comprehension")) { no_slash_ = saved; return nullptr; }
+        if (!s || !expect(Tok::kw_if, "in a set comprehension")) { no_slash_ = saved; skip_past(Tok::rbrace); return nullptr; }
         ExprPtr c = expr();
         no_slash_ = saved;
-        if (!c || !expect(Tok::rbrace, "to close the set comprehension")) return nullptr;
+        if (!c) { skip_past(Tok::rbrace); return nullptr; }
+        if (!expect(Tok::rbrace, "to close the set comprehension")) { skip_past(Tok::rbrace); return nullptr; }
         e->kids.push_back(std::move(s));
         e->kids.push_back(std::move(c));
         e->span = span_from(e->span);

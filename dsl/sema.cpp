@@ -313,8 +313,9 @@ class Sema {
           expect_type(*st.b, check_expr(*st.b), Type::integer, st.kind == StmtKind::send ? "the destination rank" : "the source rank");
         }
         if (st.reduce && sched_ && !collective_reduces(sched_->collective))
-          diags_.error(st.reduce_span, std::string("'reduce' in a ") + collective_name(sched_->collective) +
-                                    " schedule: only reduce, allreduce and reduce_scatter combine data");
+          diags_.error(st.reduce_span, std::string("'reduce' in ") + (collective_name(sched_->collective)[0] == 'a' ? "an " : "a ") +
+                                           collective_name(sched_->collective) +
+                                           " schedule: only reduce, allreduce and reduce_scatter combine data");
         st.communicates = true;
         st.round = !in_round;
         return;
@@ -329,7 +330,9 @@ class Sema {
       case StmtKind::mirror: {
         declare_phase(st);
         auto it = phases_.find(st.other);
-        if (it == phases_.end()) {
+        if (st.other == st.name) {
+          diags_.error(st.c->span, "phase '" + st.name + "' cannot mirror itself (a phase can only mirror an earlier phase)");
+        } else if (it == phases_.end()) {
           diags_.error(st.c->span, "mirror of unknown phase '" + st.other + "' (a phase can only mirror an earlier phase)");
         } else if (it->second.mirror) {
           diags_.error(st.c->span, "phase '" + st.other + "' is itself a mirror; mirror the original phase instead");

@@ -10,6 +10,7 @@ namespace bine {
 namespace {
 
 constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations per rank
+constexpr size_t kMaxRounds = size_t(1) << 20;  ///< rounds per rank (each holds ops and a label)
 constexpr int64_t kMaxBlocks = int64_t(1) << 24;
 
 struct Value {
@@ -79,6 +80,7 @@ class RankRun {
   std::vector<std::string> labels;
   int64_t blocks = 1;
   std::string unmet;
+  const Expr* unmet_clause = nullptr;  ///< the first false `requires` clause
 
   /// Runs params, requires, blocks and the body. Returns false when `requires` fails
   /// (unmet is set). Throws Failure after reporting a diagnostic.
@@ -87,6 +89,7 @@ class RankRun {
     for (const ExprPtr& e : sd_.requires_)
       if (!eval_int(*e, e->span)) {
         unmet = source_text(e->span);
+        unmet_clause = e.get();
         return false;
       }
     blocks = sd_.blocks ? eval_int(*sd_.blocks, sd_.blocks->span) : p_;
@@ -122,6 +125,7 @@ class RankRun {
     for (const StmtPtr& s : b) exec(*s);
   }
   void open_round(const Stmt& site, const std::string& label) {
+    if (rounds.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
     rounds.emplace_back();
     sites.push_back(&site);
     labels.push_back(label);
@@ -337,13 +341,20 @@ class RankRun {
       case ExprKind::set_block: return BlockSet::block(int_expr(*e.kids[0], at), blocks);
       case ExprKind::set_range: {
         const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
-        if (a < 0 || b > blocks || a > b)
-          fail(e.span, "block range [" + std::to_string(a) + ", " + std::to_string(b) + ") is out of bounds [0, " +
-                           std::to_string(blocks) + ")");
+        const std::string shown = "block range [" + std::to_string(a) + ", " + std::to_string(b) + ")";
+        if (a > b) fail(e.span, shown + " is reversed (its end is below its start)");
+        if (a < 0 || b > blocks)
+          fail(e.span, shown + " is out of bounds [0, " + std::to_string(blocks) + ")");
         return BlockSet::range(a, b, blocks);
       }
-      case ExprKind::set_wrap:
-        return checked(BlockSet::wrap(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), blocks), e.span);
+      case ExprKind::set_wrap: {
+        const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
+        const std::string shown = "wrapping block range wrap[" + std::to_string(a) + ", " + std::to_string(b) + ")";
+        if (a > b) fail(e.span, shown + " is reversed (its end is below its start)");
+        if (uint64_t(b) - uint64_t(a) > uint64_t(blocks))
+          fail(e.span, shown + " is longer than the " + std::to_string(blocks) + " blocks");
+        return checked(BlockSet::wrap(a, b, blocks), e.span);
+      }
       case ExprKind::set_stride:
         return stride(int_expr(*e.kids[0], at), int_expr(*e.kids[1], at), int_expr(*e.kids[2], at), e.span);
       case ExprKind::set_filter: {
@@ -372,10 +383,8 @@ class RankRun {
   /// BlockSet::stride's set (blocks first + j*step mod B, j < count), built in
   /// O(count log count) rather than by count unions, with wrapping arithmetic.
   BlockSet stride(int64_t first, int64_t step, int64_t count, const Span& at) {
-    if (count < 0 || count > blocks) {
-      domain_error("stride count outside 0..B");
-      check_domain(at);
-    }
+    if (count < 0 || count > blocks)
+      fail(at, "stride count " + std::to_string(count) + " is outside 0.." + std::to_string(blocks) + " (the block count)");
     std::vector<int64_t> idx;
     idx.reserve(size_t(count));
     for (int64_t j = 0; j < count; ++j) idx.push_back(mod(bine::add(first, mul(j, step)), blocks));
@@ -437,14 +446,27 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   runs.reserve(size_t(req.p));
   const RankRun* ref = nullptr;
   int64_t ref_rank = 0;  ///< the first active rank, whose run the others are compared with
+  int64_t first_rank = -1;
+  bool applies = true;   ///< the `requires` clauses hold (on the first active rank)
   try {
     for (int64_t x = 0; x < req.p; ++x) {
       runs.emplace_back(program, decl, fm, x, req.commutative, diags, req.p, out.root);
       if (!fm.active(x)) continue;
-      if (!runs.back().run()) {
-        if (unmet) *unmet = runs.back().unmet;
-        return InstStatus::not_applicable;
+      const bool met = runs.back().run();
+      if (first_rank < 0) {
+        first_rank = x;
+        applies = met;
+      } else if (met != applies) {
+        // Every rank must agree on whether the schedule applies.
+        const int64_t no = met ? first_rank : x, yes = met ? x : first_rank;
+        const Expr* clause = runs[size_t(no)].unmet_clause;
+        diags.error(clause ? clause->span : decl.name_span,
+                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": 'requires' clause is false on " +
+                        fm.describe(no) + " but holds on " + fm.describe(yes) +
+                        "; the conditions of 'requires' must not depend on the rank");
+        return InstStatus::error;
       }
+      if (!met) continue;
       if (!ref) {
         ref = &runs.back();
         ref_rank = x;
@@ -475,6 +497,10 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     }
   } catch (const Failure&) {
     return InstStatus::error;
+  }
+  if (!applies) {
+    if (unmet) *unmet = runs[size_t(first_rank)].unmet;
+    return InstStatus::not_applicable;
   }
   out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
 
