@@ -40,7 +40,7 @@ struct Expr {
   int fn = -1;         ///< call: index of the user fn in Program::fns
 };
 
-enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror };
+enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use };
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
@@ -65,6 +65,7 @@ struct Stmt {
   bool round_level_if = false; ///< an if at round level whose branches hold round loops
   int phase_id = -1;         ///< phase / mirror: id; mirror: phase_id of the mirrored phase in `mirror_of`
   int mirror_of = -1;
+  int target = -1;           ///< use: index of the composed schedule in Program::schedules
 };
 
 struct FnDecl {

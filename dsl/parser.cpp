@@ -354,8 +354,19 @@ class Parser {
         s->name_span = cur().span;
         ++pos_;
         if (accept(Tok::assign)) {
+          if (at(Tok::ident)) {
+            // phase NAME = SCHEDULE: the body of another schedule, inlined (composition)
+            s->kind = StmtKind::use;
+            s->other = cur().text;
+            s->c = std::make_unique<Expr>();
+            s->c->kind = ExprKind::name;
+            s->c->span = cur().span;
+            ++pos_;
+            s->span = span_from(s->span);
+            return s;
+          }
           s->kind = StmtKind::mirror;
-          if (!expect(Tok::kw_mirror, "after '=' in a phase declaration")) return fail();
+          if (!expect(Tok::kw_mirror, "after '=' in a phase declaration (a schedule name or mirror(PHASE))")) return fail();
           if (!expect(Tok::lparen, "after 'mirror'")) return fail();
           if (!at(Tok::ident)) { error_here("expected the name of the mirrored phase, found " + describe(cur())); return fail(); }
           s->other = cur().text;

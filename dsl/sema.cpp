@@ -4,6 +4,7 @@
 #include "sema.h"
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -85,6 +86,28 @@ class Sema {
       }
       check_schedule(s);
     }
+    check_use_cycles();
+  }
+  /// Composition must not recurse: report a cycle of `phase X = SCHEDULE` uses.
+  void check_use_cycles() {
+    const size_t n = prog_.schedules.size();
+    std::vector<int> state(n, 0);  // 0 new, 1 on the DFS stack, 2 done
+    std::function<bool(int)> dfs = [&](int v) {
+      state[size_t(v)] = 1;
+      for (const auto& u : uses_) {
+        if (u.from != v) continue;
+        if (state[size_t(u.to)] == 1) {
+          diags_.error(u.site->c->span, "schedule '" + prog_.schedules[size_t(v)].name + "' uses '" + u.site->other +
+                                            "', which uses it back: composition cannot recurse");
+          return false;
+        }
+        if (state[size_t(u.to)] == 0 && !dfs(u.to)) return false;
+      }
+      state[size_t(v)] = 2;
+      return true;
+    };
+    for (size_t v = 0; v < n; ++v)
+      if (state[v] == 0 && !dfs(int(v))) return;
   }
 
  private:
@@ -327,6 +350,32 @@ class Sema {
         st.communicates = true;
         return;
       }
+      case StmtKind::use: {
+        declare_phase(st);
+        int found = -1;
+        for (size_t i = 0; i < prog_.schedules.size(); ++i)
+          if (prog_.schedules[i].name == st.other) found = int(i);
+        const int self = int(sched_ - prog_.schedules.data());
+        if (found < 0 && phases_.count(st.other) && st.other != st.name) {
+          diags_.error(st.c->span, "'" + st.other + "' is a phase of this schedule, not a schedule; write mirror(" + st.other +
+                                       ") to run it reversed");
+        } else if (found < 0) {
+          diags_.error(st.c->span, "phase '" + st.name + "' uses unknown schedule '" + st.other + "'");
+        } else if (found == self) {
+          diags_.error(st.c->span, "schedule '" + st.other + "' cannot use itself");
+        } else {
+          uses_.push_back({self, found, &st});
+          const ScheduleDecl& t = prog_.schedules[size_t(found)];
+          Collective tc = Collective::bcast;  // t may not be checked yet: resolve its name here
+          if (collective_from_name(t.collective_name, tc) && collective_reduces(tc) &&
+              !collective_reduces(sched_->collective))
+            diags_.error(st.c->span, std::string("phase '") + st.name + "' uses the " + collective_name(tc) +
+                                         " schedule '" + t.name + "', which reduces, in a " + collective_name(sched_->collective) + " schedule");
+          st.target = found;
+        }
+        st.communicates = true;
+        return;
+      }
       case StmtKind::mirror: {
         declare_phase(st);
         auto it = phases_.find(st.other);
@@ -531,6 +580,11 @@ class Sema {
   ScheduleDecl* sched_ = nullptr;
   std::vector<std::map<std::string, Binding>> scopes_;
   std::map<std::string, PhaseInfo> phases_;
+  struct Use {
+    int from, to;
+    const Stmt* site;
+  };
+  std::vector<Use> uses_;
   bool in_fn_ = false;
   const FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
   const std::vector<std::string>* fn_params_ = nullptr;

@@ -66,7 +66,7 @@ class RankRun {
  public:
   RankRun(const Program& prog, const ScheduleDecl& sd, const FoldMap& fm, int64_t real_rank,
           bool commutative, DiagnosticSink& diags, int64_t p_real, int64_t root_real)
-      : prog_(prog), sd_(sd), fm_(fm), rank_(real_rank), commutative_(commutative), diags_(diags),
+      : prog_(prog), sd_(&sd), fm_(fm), rank_(real_rank), commutative_(commutative), diags_(diags),
         p_real_(p_real), root_real_(root_real) {
     p_ = fm.on ? fm.pv : p_real;
     r_ = fm.body_rank(real_rank);
@@ -85,18 +85,18 @@ class RankRun {
   /// Runs params, requires, blocks and the body. Returns false when `requires` fails
   /// (unmet is set). Throws Failure after reporting a diagnostic.
   bool run() {
-    for (const Param& pr : sd_.params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
-    for (const ExprPtr& e : sd_.requires_)
+    for (const Param& pr : sd_->params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
+    for (const ExprPtr& e : sd_->requires_)
       if (!eval_int(*e, e->span)) {
         unmet = source_text(e->span);
         unmet_clause = e.get();
         return false;
       }
-    blocks = sd_.blocks ? eval_int(*sd_.blocks, sd_.blocks->span) : p_;
+    blocks = sd_->blocks ? eval_int(*sd_->blocks, sd_->blocks->span) : p_;
     if (blocks < 1 || blocks > kMaxBlocks)
-      fail(sd_.blocks ? sd_.blocks->span : sd_.name_span,
+      fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
-    exec_block(sd_.body);
+    exec_block(sd_->body);
     return true;
   }
 
@@ -198,6 +198,39 @@ class RankRun {
         phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
         return;
       }
+      case StmtKind::use: {
+        // Composition: run the used schedule's body in its own scope, on the same ranks
+        // and blocks. Its `fold` is not applied (the caller's governs); its `requires`
+        // must hold and its block count must equal the caller's.
+        const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
+        const ScheduleDecl* saved_sd = sd_;
+        std::vector<Value> saved_slots = std::move(slots_);
+        std::vector<std::pair<size_t, size_t>> saved_phases = std::move(phase_rounds_);
+        const std::string saved_name = phase_name_;
+        sd_ = &t;
+        slots_.assign(size_t(t.num_slots), Value{});
+        phase_rounds_.assign(size_t(t.num_phases), {0, 0});
+        phase_name_ = s.name;
+        const size_t start = rounds.size();
+        for (const Param& pr : t.params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
+        for (const ExprPtr& e : t.requires_)
+          if (!eval_int(*e, e->span))
+            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + source_text(e->span) +
+                                "' is false here");
+        if (t.blocks) {
+          const int64_t b = eval_int(*t.blocks, t.blocks->span);
+          if (b != blocks)
+            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
+                                " blocks, but this schedule has " + std::to_string(blocks));
+        }
+        exec_block(t.body);
+        sd_ = saved_sd;
+        slots_ = std::move(saved_slots);
+        phase_rounds_ = std::move(saved_phases);
+        phase_name_ = saved_name;
+        phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
+        return;
+      }
       case StmtKind::mirror: {
         const auto [start, end] = phase_rounds_[size_t(s.mirror_of)];
         const std::string via = "mirror of phase '" + s.other + "'";
@@ -294,7 +327,7 @@ class RankRun {
   }
   int64_t call(const Expr& e, const Span& at) {
     if (e.builtin >= 0) return checked(builtin(e, at), e.span);
-    const FnDecl& f = e.fn >= 0 ? sd_.fns[size_t(e.fn)] : prog_.fns[size_t(-2 - e.fn)];
+    const FnDecl& f = e.fn >= 0 ? sd_->fns[size_t(e.fn)] : prog_.fns[size_t(-2 - e.fn)];
     std::vector<int64_t> a;
     for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
     if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
@@ -396,7 +429,7 @@ class RankRun {
   }
 
   const Program& prog_;
-  const ScheduleDecl& sd_;
+  const ScheduleDecl* sd_;
   const FoldMap& fm_;
   int64_t rank_;
   bool commutative_;

@@ -121,6 +121,7 @@ class Emitter {
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
     o << ind << "cx.set_blocks(B);\n";
+    next_phase_ = sd_.num_phases;
     block(sd_.body, ind);
     if (sd_.fold) o << "  }\n";
     o << "  return cx.finish();\n}\n";
@@ -208,7 +209,7 @@ class Emitter {
       }
       case StmtKind::phase:
         o << ind << "// phase " << s.name << "\n";
-        o << ind << "cx.begin_phase(" << s.phase_id << ");\n";
+        o << ind << "cx.begin_phase(" << phase_base_ + s.phase_id << ");\n";
         o << ind << "{\n";
         block(s.body, ind + "  ");
         o << ind << "}\n";
@@ -216,8 +217,33 @@ class Emitter {
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
-        o << ind << "if ((rc = cx.mirror(" << s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
+        o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
         return;
+      case StmtKind::use: {
+        // Composition: the used schedule's body inlined in its own scope (its fold is not
+        // applied; its requires and block count are checked here).
+        const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
+        const int saved_base = phase_base_;
+        const int base = next_phase_;
+        next_phase_ += t.num_phases;
+        o << ind << "// phase " << s.name << " = " << t.name << " (" << t.name_span.file->name << ":" << t.name_span.line
+          << "), inlined\n";
+        o << ind << "cx.begin_phase(" << phase_base_ + s.phase_id << ");\n";
+        o << ind << "{\n";
+        const std::string in = ind + "  ";
+        for (const Param& pr : t.params)
+          o << in << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
+        for (const FnDecl& f : t.fns) fn(f, in);
+        for (const ExprPtr& e : t.requires_)
+          o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires of " << t.name << "\n";
+        if (t.blocks) o << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;  // blocks of " << t.name << "\n";
+        phase_base_ = base;
+        block(t.body, in);
+        phase_base_ = saved_base;
+        o << ind << "}\n";
+        o << ind << "cx.end_phase();\n";
+        return;
+      }
     }
   }
 
@@ -299,6 +325,8 @@ class Emitter {
 
   const Program& prog_;
   const ScheduleDecl& sd_;
+  int phase_base_ = 0;  ///< phase ids of the schedule being emitted start here
+  int next_phase_ = 0;  ///< first id free for an inlined schedule's phases
   std::ostream* out_ = nullptr;
   const std::vector<std::string>* fn_params_ = nullptr;
   int counter_ = 0;
