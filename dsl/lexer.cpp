@@ -44,6 +44,7 @@ const char* tok_name(Tok t) {
     case Tok::kw_stride: return "'stride'";
     case Tok::kw_true: return "'true'";
     case Tok::kw_false: return "'false'";
+    case Tok::kw_permute: return "'permute'";
     case Tok::lbrace: return "'{'";
     case Tok::rbrace: return "'}'";
     case Tok::lparen: return "'('";
@@ -72,6 +73,7 @@ const char* tok_name(Tok t) {
     case Tok::caret: return "'^'";
     case Tok::tilde: return "'~'";
     case Tok::bang: return "'!'";
+    case Tok::arrow: return "'->'";
     case Tok::ampamp: return "'&&'";
     case Tok::pipepipe: return "'||'";
     case Tok::shl: return "'<<'";
@@ -100,7 +102,7 @@ const std::unordered_map<std::string, Tok>& keywords() {
       {"mirror", Tok::kw_mirror},     {"all", Tok::kw_all},
       {"none", Tok::kw_none},         {"block", Tok::kw_block},
       {"wrap", Tok::kw_wrap},         {"stride", Tok::kw_stride},
-      {"true", Tok::kw_true},         {"false", Tok::kw_false},
+      {"true", Tok::kw_true}, {"permute", Tok::kw_permute},         {"false", Tok::kw_false},
   };
   return k;
 }
@@ -274,7 +276,7 @@ class Lexer {
       case '<': return n == '=' ? two(Tok::le) : n == '<' ? two(Tok::shl) : one(Tok::lt);
       case '>': return n == '=' ? two(Tok::ge) : n == '>' ? two(Tok::shr) : one(Tok::gt);
       case '+': return one(Tok::plus);
-      case '-': return one(Tok::minus);
+      case '-': return n == '>' ? two(Tok::arrow) : one(Tok::minus);
       case '*': return one(Tok::star);
       case '/': return one(Tok::slash);
       case '%': return one(Tok::percent);

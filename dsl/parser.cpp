@@ -330,6 +330,19 @@ class Parser {
         s->span = span_from(s->span);
         return s;
       }
+      // permute IDENT '->' expr: block j of this rank moves to block expr (a bijection)
+      case Tok::kw_permute: {
+        StmtPtr s = make_stmt(StmtKind::permute);
+        ++pos_;
+        if (!at(Tok::ident)) { error_here("expected a block variable after 'permute', found " + describe(cur())); return fail(); }
+        s->name = cur().text;
+        s->name_span = cur().span;
+        ++pos_;
+        if (!expect(Tok::arrow, "after the block variable of 'permute'")) return fail();
+        if (!(s->a = expr())) return fail();
+        s->span = span_from(s->span);
+        return s;
+      }
       case Tok::kw_exchange: {
         StmtPtr s = make_stmt(StmtKind::exchange);
         ++pos_;

@@ -343,6 +343,17 @@ class Sema {
         st.round = !in_round;
         return;
       }
+      case StmtKind::permute: {
+        push();
+        st.slot = declare(st.name, Type::integer, VarKind::loop, st.name_span);
+        expect_type(*st.a, check_expr(*st.a), Type::integer, "the destination block of 'permute'");
+        pop();
+        if (in_round)
+          diags_.error(st.span, "'permute' is a round of its own: it cannot be inside a round loop or a round with transfers");
+        st.communicates = true;
+        st.round = !in_round;
+        return;
+      }
       case StmtKind::phase: {
         if (!top) { diags_.error(st.span, "'phase' is only allowed at the top level of a schedule"); }
         declare_phase(st);

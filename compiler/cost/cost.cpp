@@ -156,6 +156,7 @@ class Simulator {
         recv_at[size_t(y)] = recvs.size();
         const Round& rd = s_.ranks[size_t(y)][size_t(t)];
         for (size_t i = 0; i < rd.size(); ++i) {
+          if (!is_transfer(rd[i])) continue;  // local permutations cost nothing in this model
           const int64_t x = peer_of(rd[i]);
           if (x < 0 || x >= p_ || x == y) {
             err = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": invalid peer " + std::to_string(x);

@@ -198,6 +198,30 @@ class RankRun {
         phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
         return;
       }
+      case StmtKind::permute: {
+        // Block j moves to block f(j); f must be a bijection on [0, B).
+        if (fm_.on && fm_.blocked)
+          fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
+        PermuteOp op;
+        op.origin = Origin{s.span, {}, {}};
+        op.blocks = BlockSet::all(blocks);
+        op.to.assign(size_t(blocks), 0);
+        std::vector<char> hit(size_t(blocks), 0);
+        for (int64_t j = 0; j < blocks; ++j) {
+          slots_[size_t(s.slot)].i = j;
+          const int64_t d = eval_int(*s.a, s.span);
+          if (d < 0 || d >= blocks)
+            fail(s.a->span, "permute sends block " + std::to_string(j) + " to " + std::to_string(d) + ", outside [0, " +
+                                std::to_string(blocks) + ")");
+          if (hit[size_t(d)])
+            fail(s.a->span, "permute is not a bijection: two blocks go to block " + std::to_string(d) + " (one of them is block " +
+                                std::to_string(j) + ")");
+          hit[size_t(d)] = 1;
+          op.to[size_t(j)] = d;
+        }
+        add(std::move(op));
+        return;
+      }
       case StmtKind::use: {
         // Composition: run the used schedule's body in its own scope, on the same ranks
         // and blocks. Its `fold` is not applied (the caller's governs); its `requires`
@@ -241,10 +265,16 @@ class RankRun {
             Origin o = origin_of(op);
             o.via = via;
             o.via_span = s.span;
-            if (const auto* snd = std::get_if<SendOp>(&op))
+            if (const auto* snd = std::get_if<SendOp>(&op)) {
               rounds.back().push_back(RecvOp{snd->peer, snd->blocks, false, o});
-            else
+            } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
+              PermuteOp inv = *pm;  // mirrored: the inverse permutation
+              for (size_t j = 0; j < pm->to.size(); ++j) inv.to[size_t(pm->to[j])] = int64_t(j);
+              inv.origin = o;
+              rounds.back().push_back(std::move(inv));
+            } else {
               rounds.back().push_back(SendOp{peer_of(op), blocks_of(op), o});
+            }
           }
           in_round_ = false;
         }

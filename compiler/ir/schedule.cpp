@@ -31,9 +31,12 @@ std::string schedule_text(const Schedule& s) {
     for (int64_t r = 0; r < s.p; ++r)
       for (const Op& op : s.ranks[size_t(r)][size_t(t)]) {
         out << "  rank " << r;
-        if (const auto* snd = std::get_if<SendOp>(&op))
+        if (const auto* snd = std::get_if<SendOp>(&op)) {
           out << " send " << format_blocks(snd->blocks) << " to " << snd->peer;
-        else {
+        } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
+          out << " permute";
+          for (size_t j = 0; j < pm->to.size(); ++j) out << (j ? " " : " ") << j << "->" << pm->to[j];
+        } else {
           const auto& rcv = std::get<RecvOp>(op);
           out << " recv " << format_blocks(rcv.blocks) << " from " << rcv.peer << (rcv.reduce ? " reduce" : " copy");
         }
@@ -60,6 +63,13 @@ std::string schedule_json(const Schedule& s) {
       nlohmann::ordered_json ops = nlohmann::ordered_json::array();
       for (const Op& op : rd) {
         nlohmann::ordered_json o;
+        if (const auto* pm = std::get_if<PermuteOp>(&op)) {
+          o["op"] = "permute";
+          o["to"] = pm->to;
+          if (pm->origin.span.valid()) o["line"] = pm->origin.span.line;
+          ops.push_back(o);
+          continue;
+        }
         const bool is_send = std::holds_alternative<SendOp>(op);
         o["op"] = is_send ? "send" : (std::get<RecvOp>(op).reduce ? "recv_reduce" : "recv_copy");
         o["peer"] = peer_of(op);

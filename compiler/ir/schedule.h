@@ -32,7 +32,18 @@ struct RecvOp {
   bool reduce;
   Origin origin;
 };
-using Op = std::variant<SendOp, RecvOp>;
+/// Local permutation of the rank's blocks, applied at the end of its round (after the
+/// receives): the block in slot j moves to slot to[j]. `to` is a bijection on [0, B).
+struct PermuteOp {
+  std::vector<int64_t> to;
+  Origin origin;
+  int64_t peer = -1;  ///< no peer (lets generic accessors compile; use is_transfer())
+  BlockSet blocks;    ///< every block
+};
+using Op = std::variant<SendOp, RecvOp, PermuteOp>;
+
+/// True for SendOp and RecvOp.
+inline bool is_transfer(const Op& op) { return !std::holds_alternative<PermuteOp>(op); }
 using Round = std::vector<Op>;
 
 struct Schedule {

@@ -10,7 +10,7 @@ namespace bine {
 
 std::string emitted_function_name(const ScheduleDecl& s) { return "bine_" + s.name; }
 
-bool mpi_target_supports(Collective c) { return c != Collective::alltoall; }
+bool mpi_target_supports(Collective) { return true; }
 
 std::string emitted_prototype(const ScheduleDecl& s) {
   const std::string f = "int " + emitted_function_name(s);
@@ -28,7 +28,8 @@ std::string emitted_prototype(const ScheduleDecl& s) {
       return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)";
     case Collective::reduce_scatter:
       return f + "(const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)";
-    case Collective::alltoall: return f + "(void)";
+    case Collective::alltoall:
+      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm)";
   }
   return f + "(void)";
 }
@@ -84,6 +85,9 @@ class Emitter {
         o << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
           << "                                   /*needs_commutative=*/" << (needs_comm ? "true" : "false")
           << ",\n                                   /*order-preserving for p in*/ " << order << ");\n";
+        break;
+      case Collective::alltoall:
+        o << "  int rc = cx.begin_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
         break;
       case Collective::allgather:
         o << "  int rc = cx.begin_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
@@ -218,6 +222,9 @@ class Emitter {
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
         o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
+        return;
+      case StmtKind::permute:
+        o << ind << "cx.permute([&](int64_t " << mangle(s.name) << ") -> int64_t { return " << expr(*s.a) << "; });\n";
         return;
       case StmtKind::use: {
         // Composition: the used schedule's body inlined in its own scope (its fold is not
@@ -363,7 +370,7 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
   for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce, Collective::allgather,
-                       Collective::gather, Collective::scatter, Collective::reduce_scatter}) {
+                       Collective::gather, Collective::scatter, Collective::reduce_scatter, Collective::alltoall}) {
     std::string up = collective_name(c);
     for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
     o << "#define BINE_" << up << "_SCHEDULES(X)";

@@ -20,6 +20,10 @@ def block_begin(n, B, i):
 
 
 def expected_rounds(sched, rank, n):
+    """What the runtime posts for one rank: one message per op (split only above INT_MAX);
+    a send of several ranges is packed (offset -1); a receive lands in scratch (offset -1)
+    when it reduces, has several ranges, or overlaps a block the round sends, and reductions
+    are then applied per range (MPI_Reduce_local). Local permutations make no MPI calls."""
     B = sched["blocks"]
     out = []
     for rnd in sched["ranks"][rank]:
@@ -30,20 +34,27 @@ def expected_rounds(sched, rank, n):
                 for lo, hi in op["blocks"]:
                     sent.update(range(lo, hi))
         for op in rnd:
+            if op["op"] == "permute":
+                continue
+            ranges = []
             for lo, hi in op["blocks"]:
                 off = block_begin(n, B, lo)
                 cnt = block_begin(n, B, hi) - off
-                if cnt == 0:
-                    continue
-                if op["op"] == "send":
-                    calls.append(("send", op["peer"], off, cnt))
-                elif op["op"] == "recv_copy":
-                    # a copy into blocks this round also sends is received into scratch
-                    buffered = any(b in sent for b in range(lo, hi))
-                    calls.append(("recv", op["peer"], -1 if buffered else off, cnt))
-                else:
-                    calls.append(("recv", op["peer"], -1, cnt))
-                    calls.append(("reduce", -1, off, cnt))
+                if cnt:
+                    ranges.append((lo, hi, off, cnt))
+            if not ranges:
+                continue
+            total = sum(r[3] for r in ranges)
+            single = len(ranges) == 1
+            if op["op"] == "send":
+                calls.append(("send", op["peer"], ranges[0][2] if single else -1, total))
+                continue
+            overlaps = any(b in sent for lo, hi, _, _ in ranges for b in range(lo, hi))
+            reduce = op["op"] == "recv_reduce"
+            direct = single and not reduce and not overlaps
+            calls.append(("recv", op["peer"], ranges[0][2] if direct else -1, total))
+            if reduce:
+                calls.extend(("reduce", -1, off, cnt) for _, _, off, cnt in ranges)
         if calls:
             out.append(Counter(calls))
     return out

@@ -50,7 +50,7 @@ inline constexpr uint64_t kMaxChunk = INT_MAX;
 /// Point-to-point tag used by generated collectives on the user's communicator.
 inline constexpr int kTag = 27422;
 
-enum class Collective { allreduce, bcast, reduce, allgather, gather, scatter, reduce_scatter };
+enum class Collective { allreduce, bcast, reduce, allgather, gather, scatter, reduce_scatter, alltoall };
 /// What the fold's extra rounds move, per collective (the compiler's fold_steps() in
 /// dsl/sema.cpp; translation validation checks that both agree).
 enum class FoldData { none, all, own_block };
@@ -163,6 +163,24 @@ class Context {
     announce();
     return MPI_SUCCESS;
   }
+  /// Alltoall: block j of rank i's sendbuf (p blocks of sendcount x sendtype, or recvbuf
+  /// with MPI_IN_PLACE) ends in block i of rank j's recvbuf. Works on an internal copy of
+  /// p blocks, copied to recvbuf by finish().
+  int begin_alltoall(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                     size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    kind_ = Collective::alltoall;
+    int rc = begin_blocks(nullptr, recvcount, recvtype, comm, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    const void* src = recvbuf;
+    if (sendbuf != MPI_IN_PLACE) {
+      if ((rc = check_block_type(sendcount, sendtype)) != MPI_SUCCESS) return rc;
+      src = sendbuf;
+    }
+    if (count_ > 0) std::memcpy(buf_, src, count_);
+    out_all_ = recvbuf;
+    announce();
+    return MPI_SUCCESS;
+  }
   /// Reduce-scatter with equal blocks (MPI_Reduce_scatter_block): sendbuf (or recvbuf with
   /// MPI_IN_PLACE) holds p blocks of recvcount elements; rank i's recvbuf ends with block i
   /// reduced over all ranks. Works on an internal copy.
@@ -228,6 +246,7 @@ class Context {
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
+    if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
     if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
@@ -275,6 +294,26 @@ class Context {
   void send(const BlockSet& set, int64_t peer) { add_op(set, peer, false, false); }
   /// Receives the blocks `set` from body rank `peer`; combines them when reduce is true.
   void recv(const BlockSet& set, int64_t peer, bool reduce) { add_op(set, peer, true, reduce); }
+  /// Local permutation of the working buffer's B blocks, applied at the end of the round:
+  /// block j moves to block f(j). f must be a bijection on [0, B), else MPI_ERR_OTHER.
+  template <class F>
+  void permute(F f) {
+    const int64_t B = geometry_blocks();
+    std::vector<int64_t> to(static_cast<size_t>(B), 0);
+    std::vector<char> hit(static_cast<size_t>(B), 0);
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t d = f(j);
+      if (d < 0 || d >= B || hit[size_t(d)]) {
+        domain_error("permute is not a bijection on the blocks");
+        return;
+      }
+      hit[size_t(d)] = 1;
+      to[size_t(j)] = d;
+    }
+    Op op{BlockSet(), -1, false, false, std::move(to)};
+    round_ops_.push_back(op);
+    round_posts_.push_back(std::move(op));
+  }
   /// Waits for the round's transfers, then applies its reductions in posting order.
   int end_round() {
     if (const char* e = take_domain_error()) {
@@ -285,7 +324,10 @@ class Context {
     BlockSet sent;
     for (const Op& op : round_posts_)
       if (!op.is_recv) sent = sent | op.set;
-    for (const Op& op : round_posts_) transfer(op, sent);
+    for (const Op& op : round_posts_) {
+      if (op.perm.empty()) transfer(op, sent);
+      else permutes_.push_back(op);
+    }
     round_posts_.clear();
     if (!requests_.empty()) {
       const int rc = MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
@@ -293,26 +335,32 @@ class Context {
       if (rc != MPI_SUCCESS) return rc;
     }
     for (const Pending& pd : pending_) {
-      char* dst = static_cast<char*>(buf_) + pd.offset * elem_bytes_;
-      char* tmp = scratch_[pd.scratch].data();
-      if (!pd.reduce) {
-        std::memcpy(dst, tmp, pd.count * elem_bytes_);
-        continue;
-      }
-      for (uint64_t done = 0; done < pd.count; done += kMaxChunk) {
-        const uint64_t c = pd.count - done < kMaxChunk ? pd.count - done : kMaxChunk;
-        char* d = dst + done * elem_bytes_;
-        char* t = tmp + done * elem_bytes_;
-        int rc;
-        if (pd.peer < rank_) {
-          rc = MPI_Reduce_local(t, d, int(c), datatype_, op_);
-        } else {
-          rc = MPI_Reduce_local(d, t, int(c), datatype_, op_);
-          if (rc == MPI_SUCCESS) std::memcpy(d, t, c * elem_bytes_);
+      const char* tmp = scratch_[pd.scratch].data();
+      for (const auto& [off, cnt] : pd.ranges) {
+        char* dst = static_cast<char*>(buf_) + off * elem_bytes_;
+        if (!pd.reduce) {
+          std::memcpy(dst, tmp, cnt * elem_bytes_);
+          tmp += cnt * elem_bytes_;
+          continue;
         }
-        if (rc != MPI_SUCCESS) return rc;
+        for (uint64_t done = 0; done < cnt; done += kMaxChunk) {
+          const uint64_t c = cnt - done < kMaxChunk ? cnt - done : kMaxChunk;
+          char* d = dst + done * elem_bytes_;
+          char* t = const_cast<char*>(tmp) + done * elem_bytes_;
+          int rc;
+          if (pd.peer < rank_) {
+            rc = MPI_Reduce_local(t, d, int(c), datatype_, op_);
+          } else {
+            rc = MPI_Reduce_local(d, t, int(c), datatype_, op_);
+            if (rc == MPI_SUCCESS) std::memcpy(d, t, c * elem_bytes_);
+          }
+          if (rc != MPI_SUCCESS) return rc;
+        }
+        tmp += cnt * elem_bytes_;
       }
     }
+    for (const Op& op : permutes_) apply_permutation(op.perm);
+    permutes_.clear();
     pending_.clear();
     scratch_.clear();
     if (recording_ >= 0) log_[size_t(recording_)].push_back(round_ops_);
@@ -325,7 +373,17 @@ class Context {
     const std::vector<std::vector<Op>> rounds = log_[size_t(id)];
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
       begin_round();
-      for (const Op& op : *it) post(op.set, op.real_peer, !op.is_recv, false, true);
+      for (const Op& op : *it) {
+        if (op.perm.empty()) {
+          post(op.set, op.real_peer, !op.is_recv, false, true);
+          continue;
+        }
+        std::vector<int64_t> inv(op.perm.size());  // mirrored permutation: the inverse
+        for (size_t j = 0; j < op.perm.size(); ++j) inv[size_t(op.perm[j])] = int64_t(j);
+        Op back{BlockSet(), -1, false, false, std::move(inv)};
+        round_ops_.push_back(back);
+        round_posts_.push_back(std::move(back));
+      }
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
@@ -338,12 +396,15 @@ class Context {
     int64_t real_peer;
     bool is_recv;
     bool reduce;
+    std::vector<int64_t> perm;  ///< a local permutation (block j -> perm[j]) when not empty
   };
+  /// A receive into scratch memory, applied after the round's wait: element ranges of
+  /// the working buffer filled in order from the scratch buffer.
   struct Pending {
-    uint64_t offset, count;  // elements
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (offset, count) in elements
     size_t scratch;
     int64_t peer;
-    bool reduce;             // else a buffered copy
+    bool reduce;  // else a buffered copy
   };
 
   int begin(void* buf, size_t count, MPI_Datatype datatype, MPI_Comm comm, int root) {
@@ -456,6 +517,7 @@ class Context {
       case Collective::allgather: return {FoldData::own_block, FoldData::all};
       case Collective::gather: return {FoldData::own_block, FoldData::none};
       case Collective::scatter: return {FoldData::none, FoldData::own_block};
+      case Collective::alltoall: return {FoldData::none, FoldData::none};
     }
     return {FoldData::none, FoldData::none};
   }
@@ -465,35 +527,63 @@ class Context {
   /// Posts the transfers of one op over real blocks; `log` records it for mirror().
   /// Records one op of the current round; end_round() posts them all together.
   void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool log) {
-    if (log) round_ops_.push_back({set, real, is_recv, reduce});
-    round_posts_.push_back({set, real, is_recv, reduce});
+    if (log) round_ops_.push_back({set, real, is_recv, reduce, {}});
+    round_posts_.push_back({set, real, is_recv, reduce, {}});
   }
-  /// Posts the MPI transfers of one op. Receives that reduce, or that overwrite blocks a
-  /// send of the same round reads, land in scratch and are applied after the wait.
+  /// Posts the MPI transfer of one op: one message (split at kMaxChunk elements). A block
+  /// set of several ranges is packed into scratch (send) or received into scratch and
+  /// unpacked after the wait; so are receives that reduce, and copies into blocks a send of
+  /// the same round reads.
   void transfer(const Op& op, const BlockSet& sent) {
     const uint64_t B = uint64_t(geometry_blocks());
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    uint64_t total = 0;
     for (const BlockSet::Range& rg : op.set.ranges()) {
       const uint64_t off = block_begin(count_, B, uint64_t(rg.first));
       const uint64_t cnt = block_begin(count_, B, uint64_t(rg.second)) - off;
       if (cnt == 0) continue;
-      char* base = static_cast<char*>(buf_) + off * elem_bytes_;
-      const bool is_recv = op.is_recv;
-      const int64_t real = op.real_peer;
-      const bool buffered = is_recv && (op.reduce || !(BlockSet::range(rg.first, rg.second, int64_t(B)) & sent).empty());
-      if (buffered) {
-        scratch_.emplace_back(cnt * elem_bytes_);
-        pending_.push_back({off, cnt, scratch_.size() - 1, real, op.reduce});
-        base = scratch_.back().data();
+      ranges.push_back({off, cnt});
+      total += cnt;
+    }
+    if (ranges.empty()) return;
+    const bool single = ranges.size() == 1;
+    char* base = static_cast<char*>(buf_) + ranges.front().first * elem_bytes_;
+    if (!op.is_recv && !single) {
+      scratch_.emplace_back(total * elem_bytes_);
+      char* w = scratch_.back().data();
+      for (const auto& [off, cnt] : ranges) {
+        std::memcpy(w, static_cast<char*>(buf_) + off * elem_bytes_, cnt * elem_bytes_);
+        w += cnt * elem_bytes_;
       }
-      for (uint64_t done = 0; done < cnt; done += kMaxChunk) {
-        const int c = int(cnt - done < kMaxChunk ? cnt - done : kMaxChunk);
-        char* ptr = base + done * elem_bytes_;
-        requests_.emplace_back();
-        if (is_recv)
-          MPI_Irecv(ptr, c, datatype_, int(real), kTag, comm_, &requests_.back());
-        else
-          MPI_Isend(ptr, c, datatype_, int(real), kTag, comm_, &requests_.back());
+      base = scratch_.back().data();
+    }
+    if (op.is_recv && (op.reduce || !single || !(op.set & sent).empty())) {
+      scratch_.emplace_back(total * elem_bytes_);
+      pending_.push_back({ranges, scratch_.size() - 1, op.real_peer, op.reduce});
+      base = scratch_.back().data();
+    }
+    for (uint64_t done = 0; done < total; done += kMaxChunk) {
+      const int c = int(total - done < kMaxChunk ? total - done : kMaxChunk);
+      char* ptr = base + done * elem_bytes_;
+      requests_.emplace_back();
+      if (op.is_recv)
+        MPI_Irecv(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
+      else
+        MPI_Isend(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
+    }
+  }
+  /// Moves block j of the working buffer to block perm[j].
+  void apply_permutation(const std::vector<int64_t>& perm) {
+    const uint64_t B = uint64_t(geometry_blocks());
+    std::vector<char> copy(static_cast<char*>(buf_), static_cast<char*>(buf_) + count_ * elem_bytes_);
+    for (size_t j = 0; j < perm.size(); ++j) {
+      const uint64_t from = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - from;
+      const uint64_t to = block_begin(count_, B, uint64_t(perm[j]));
+      if (len != block_begin(count_, B, uint64_t(perm[j]) + 1) - to) {
+        domain_error("permute moves a block into a block of another size");
+        return;
       }
+      std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy.data() + from * elem_bytes_, len * elem_bytes_);
     }
   }
   void release_pending() {
@@ -517,6 +607,7 @@ class Context {
   bool blocked_ = false;      ///< rank-indexed blocks: p blocks of block_elems_ elements
   uint64_t block_elems_ = 0;
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
+  void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
   Fold fold_ = Fold::none;
   bool active_ = true;
@@ -526,6 +617,7 @@ class Context {
   std::vector<Pending> pending_;
   std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
   std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
+  std::vector<Op> permutes_;     ///< this round's local permutations, applied last
   int recording_ = -1;
   std::vector<std::vector<std::vector<Op>>> log_;
 };
