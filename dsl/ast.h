@@ -40,7 +40,7 @@ struct Expr {
   int fn = -1;         ///< call: index of the user fn in Program::fns
 };
 
-enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute };
+enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute, round_block };
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;

@@ -330,6 +330,13 @@ class Parser {
         s->span = span_from(s->span);
         return s;
       }
+      // 'round' block: every transfer inside, loops included, belongs to one round
+      case Tok::kw_round: {
+        StmtPtr s = make_stmt(StmtKind::round_block);
+        ++pos_;
+        if (!block(s->body, "after 'round'")) return fail();
+        return s;
+      }
       // permute IDENT '->' expr: block j of this rank moves to block expr (a bijection)
       case Tok::kw_permute: {
         StmtPtr s = make_stmt(StmtKind::permute);

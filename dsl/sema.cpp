@@ -343,6 +343,12 @@ class Sema {
         st.round = !in_round;
         return;
       }
+      case StmtKind::round_block: {
+        check_block(st.body, false, true, false);
+        st.communicates = has_comm(st.body);
+        st.round = !in_round;
+        return;
+      }
       case StmtKind::permute: {
         push();
         st.slot = declare(st.name, Type::integer, VarKind::loop, st.name_span);

@@ -198,6 +198,9 @@ class RankRun {
         phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
         return;
       }
+      case StmtKind::round_block:
+        exec_block(s.body);
+        return;
       case StmtKind::permute: {
         // Block j moves to block f(j); f must be a bijection on [0, B).
         if (fm_.on && fm_.blocked)

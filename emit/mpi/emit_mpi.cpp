@@ -223,6 +223,11 @@ class Emitter {
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
         o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
         return;
+      case StmtKind::round_block:
+        o << ind << "{\n";
+        block(s.body, ind + "  ");
+        o << ind << "}\n";
+        return;
       case StmtKind::permute:
         o << ind << "cx.permute([&](int64_t " << mangle(s.name) << ") -> int64_t { return " << expr(*s.a) << "; });\n";
         return;

@@ -61,6 +61,7 @@ const std::vector<Entry<AllgatherFn>> kAllgather = {BINE_ALLGATHER_SCHEDULES(BIN
 const std::vector<Entry<RootedBlocksFn>> kGather = {BINE_GATHER_SCHEDULES(BINE_ENTRY)};
 const std::vector<Entry<RootedBlocksFn>> kScatter = {BINE_SCATTER_SCHEDULES(BINE_ENTRY)};
 const std::vector<Entry<ReduceScatterFn>> kReduceScatter = {BINE_REDUCE_SCATTER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<AllgatherFn>> kAlltoall = {BINE_ALLTOALL_SCHEDULES(BINE_ENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;
@@ -150,6 +151,8 @@ void bcast_case(const BcastEntry& e, MPI_Datatype dt, int width, size_t n, int r
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Bcast");
 }
+
+bool is_pow2_size() { return (size & (size - 1)) == 0; }
 
 template <class T>
 MPI_Datatype mpi_type() { return std::is_same<T, int>::value ? MPI_INT : MPI_DOUBLE; }
@@ -259,6 +262,28 @@ void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, b
   if (send != copy) fail(tag + ": send buffer modified");
 }
 
+template <class T>
+void alltoall_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
+  const size_t p = size_t(size);
+  std::vector<T> send(n * p), expect(n * p), got(n * p, T(-7));
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(rank, i);
+  const std::vector<T> copy = send;
+  MPI_Alltoall(send.data(), int(n), mpi_type<T>(), expect.data(), int(n), mpi_type<T>(), MPI_COMM_WORLD);
+  int rc;
+  if (in_place) {
+    got = send;
+    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = tag_of(e.name, "alltoall", n) + (in_place ? " in-place" : "");
+  if (rc == MPI_ERR_OTHER && !is_pow2_size() && std::string(e.name).find("_xor") != std::string::npos) return;
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (got != expect) fail(tag + ": differs from MPI_Alltoall");
+  if (send != copy) fail(tag + ": send buffer modified");
+}
+
 std::vector<int> roots() {
   std::vector<int> r = {0};
   for (int x : {size - 1, size / 2, 1 % size})
@@ -327,6 +352,12 @@ int run_check() {
         reduce_scatter_case<int>(e, MPI_SUM, n, ip);
         reduce_scatter_case<double>(e, MPI_MAX, n, ip);
       }
+  for (const auto& e : kAlltoall)
+    for (size_t n : bcounts)
+      for (bool ip : {false, true}) {
+        alltoall_case<int>(e, n, ip);
+        alltoall_case<double>(e, n, ip);
+      }
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);
@@ -337,7 +368,7 @@ int run_check() {
   if (rank == 0)
     std::printf("p=%d: %zu schedules, %ld rank-cases, %ld failures\n", size,
                 kAllreduce.size() + kBcast.size() + kReduce.size() + kAllgather.size() + kGather.size() +
-                    kScatter.size() + kReduceScatter.size(),
+                    kScatter.size() + kReduceScatter.size() + kAlltoall.size(),
                 total_cases, total_fail);
   return total_fail == 0 ? 0 : 1;
 }
@@ -422,6 +453,14 @@ int run_trace(const std::string& dir) {
       const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
       record(e.name, 0, n, trace::end());
       if (rc != MPI_SUCCESS) fail(std::string(e.name) + " trace run returned an error");
+    }
+  for (const auto& e : kAlltoall)
+    for (size_t n : ns) {
+      std::vector<int> s(n * p, 1), out(n * p, 0);
+      trace::begin(nullptr, 1, 0);
+      const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+      const auto rounds = trace::end();
+      if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds);
     }
   f << "\n]\n";
   return failures == 0 ? 0 : 1;
