@@ -121,6 +121,7 @@ struct ScheduleDecl {
   std::vector<std::string> slot_names;
   int num_phases = 0;
   bool uses_commutative_requirement = false;  ///< a `requires` mentions `commutative`
+  bool mentions_commutative = false;          ///< `commutative` appears anywhere in the schedule
 };
 
 struct Program {

@@ -206,6 +206,7 @@ class Sema {
   // ---- schedules ----
   void check_schedule(ScheduleDecl& s) {
     sched_ = &s;
+    s.mentions_commutative = top_fn_mentions_commutative_;
     scopes_.clear();
     phases_.clear();
     if (!collective_from_name(s.collective_name, s.collective))
@@ -498,7 +499,12 @@ class Sema {
     if (e.name == "p") { e.ref = NameKind::p; return Type::integer; }
     if (e.name == "r") { e.ref = NameKind::r; return Type::integer; }
     if (e.name == "root") { e.ref = NameKind::root; return Type::integer; }
-    if (e.name == "commutative") { e.ref = NameKind::commutative; return Type::boolean; }
+    if (e.name == "commutative") {
+      e.ref = NameKind::commutative;
+      if (sched_) sched_->mentions_commutative = true;
+      else top_fn_mentions_commutative_ = true;
+      return Type::boolean;
+    }
     if (in_fn_ && fn_params_) {
       for (size_t i = 0; i < fn_params_->size(); ++i)
         if ((*fn_params_)[i] == e.name) { e.ref = NameKind::fn_param; e.slot = int(i); return Type::integer; }
@@ -603,6 +609,7 @@ class Sema {
   };
   std::vector<Use> uses_;
   bool in_fn_ = false;
+  bool top_fn_mentions_commutative_ = false;  ///< a top-level fn reads `commutative`
   const FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
   const std::vector<std::string>* fn_params_ = nullptr;
   size_t fn_limit_ = 0, fn_owner_limit_ = 0, fn_top_limit_ = 0;

@@ -29,39 +29,55 @@ std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOpti
   return roots;
 }
 
+/// Values of `commutative` an instance must be proved for. Generated code evaluates it
+/// from the operator (true when the collective has none), so a reducing schedule that
+/// mentions it is proved for both; the order-preserving property comes from the false case.
+static std::vector<bool> commutative_values(const ScheduleDecl& s) {
+  if (!collective_reduces(s.collective)) return {true};
+  if (s.mentions_commutative) return {false, true};
+  return {false};
+}
+
 CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
                            DiagnosticSink& diags) {
   CheckReport rep;
+  const std::vector<bool> comm_values = commutative_values(s);
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
-    bool order_here = true, applicable = true;
-    for (int64_t root : roots_for(s, p, opt)) {
-      Schedule sch;
-      std::string unmet;
-      InstanceRequest req{p, root, s.uses_commutative_requirement};
-      const InstStatus st = instantiate(program, s, req, sch, diags, &unmet);
-      if (st == InstStatus::not_applicable) {
-        rep.not_applicable.push_back(p);
-        if (rep.unmet.empty()) rep.unmet = unmet;
-        applicable = false;
-        break;
-      }
-      if (st == InstStatus::ok) {
-        const VerifyResult v = verify(sch, diags, opt.verify);
-        if (v.ok) {
-          ++rep.instances;
-          rep.order_preserving &= v.order_preserving;
-          order_here &= v.order_preserving;
-          rep.same_bracketing &= v.same_bracketing;
+    bool order_here = true, any_applicable = false, noncomm_applicable = false;
+    for (int64_t root : roots_for(s, p, opt))
+      for (bool commutative : comm_values) {
+        Schedule sch;
+        std::string unmet;
+        const InstanceRequest req{p, root, commutative};
+        const InstStatus st = instantiate(program, s, req, sch, diags, &unmet);
+        if (st == InstStatus::not_applicable) {
+          if (rep.unmet.empty()) rep.unmet = unmet;
+          if (!commutative) order_here = false;  // refused for non-commutative operators
           continue;
         }
+        if (st == InstStatus::ok) {
+          const VerifyResult v = verify(sch, diags, opt.verify);
+          if (v.ok) {
+            ++rep.instances;
+            any_applicable = true;
+            if (!commutative || !collective_reduces(s.collective)) {
+              noncomm_applicable = true;
+              rep.order_preserving &= v.order_preserving;
+              order_here &= v.order_preserving;
+            }
+            rep.same_bracketing &= v.same_bracketing;
+            continue;
+          }
+        }
+        rep.ok = false;
+        rep.failed_p = p;
+        rep.failed_root = root;
+        return rep;
       }
-      rep.ok = false;
-      rep.failed_p = p;
-      rep.failed_root = root;
-      return rep;
-    }
-    if (applicable && order_here) rep.order_p.push_back(p);
+    if (!any_applicable) rep.not_applicable.push_back(p);
+    if (noncomm_applicable && order_here) rep.order_p.push_back(p);
   }
+  if (rep.order_p.empty()) rep.order_preserving = false;
   return rep;
 }
 

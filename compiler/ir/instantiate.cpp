@@ -262,7 +262,7 @@ class RankRun {
         const auto [start, end] = phase_rounds_[size_t(s.mirror_of)];
         const std::string via = "mirror of phase '" + s.other + "'";
         for (size_t i = end; i-- > start;) {
-          open_round(s, "phase " + s.name + " (" + via + " round " + std::to_string(i) + ")");
+          open_round(s, "phase " + s.name + " (" + via + ", its body round " + std::to_string(i) + ")");
           const Round src = rounds[i];
           for (const Op& op : src) {
             Origin o = origin_of(op);

@@ -1,5 +1,6 @@
 #include "emit_mpi.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -50,6 +51,9 @@ const std::set<std::string>& reserved_cpp() {
   return k;
 }
 
+/// Generated name of a schedule-language fn: its own namespace, so a `let` may share the name.
+std::string fn_name(const std::string& n) { return "bine_fn_" + n; }
+
 std::string mangle(const std::string& n) {
   if (reserved_cpp().count(n) || n.rfind("bine_", 0) == 0 || n.rfind("MPI_", 0) == 0) return n + "_";
   return n;
@@ -62,7 +66,6 @@ class Emitter {
   std::string function(const ProofSummary& proof) {
     std::ostringstream o;
     out_ = &o;
-    const bool needs_comm = sd_.uses_commutative_requirement;
     std::string order = "{";
     for (size_t i = 0; i < proof.order_ranges.size(); ++i)
       order += (i ? ", {" : "{") + std::to_string(proof.order_ranges[i].first) + ", " +
@@ -73,18 +76,15 @@ class Emitter {
     switch (sd_.collective) {
       case Collective::allreduce:
         o << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
-          << "                              /*needs_commutative=*/" << (needs_comm ? "true" : "false")
-          << ",\n                              /*order-preserving for p in*/ " << order << ");\n";
+          << "                              /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::reduce:
         o << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
-          << "                           /*needs_commutative=*/" << (needs_comm ? "true" : "false")
-          << ",\n                              /*order-preserving for p in*/ " << order << ");\n";
+          << "                           /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::reduce_scatter:
         o << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
-          << "                                   /*needs_commutative=*/" << (needs_comm ? "true" : "false")
-          << ",\n                                   /*order-preserving for p in*/ " << order << ");\n";
+          << "                                   /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::alltoall:
         o << "  int rc = cx.begin_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
@@ -107,9 +107,7 @@ class Emitter {
     std::string ind = "  ";
     if (sd_.fold) {
       o << "  // fold: two-one elimination to p' = 2^floor(log2 p) virtual ranks\n";
-      o << "  if ((rc = cx.fold_begin()) != MPI_SUCCESS) return rc;\n";
-      o << "  if (cx.active()) {\n";
-      ind = "    ";
+      o << "  cx.fold_setup();\n";
     }
     o << ind << "const int64_t p = cx.p();\n";
     o << ind << "const int64_t r = cx.r();\n";
@@ -118,13 +116,20 @@ class Emitter {
     o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
     for (const Param& pr : sd_.params)
       o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
-    for (const FnDecl& f : prog_.fns) fn(f, ind);
+    const std::vector<bool> used = used_top_fns();
+    for (size_t i = 0; i < prog_.fns.size(); ++i)
+      if (used[i]) fn(prog_.fns[i], ind);
     for (const FnDecl& f : sd_.fns) fn(f, ind);
     for (const ExprPtr& e : sd_.requires_)
       o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires\n";
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
     o << ind << "cx.set_blocks(B);\n";
+    if (sd_.fold) {
+      o << "  if ((rc = cx.fold_prologue()) != MPI_SUCCESS) return rc;\n";
+      o << "  if (cx.active()) {\n";
+      ind = "    ";
+    }
     next_phase_ = sd_.num_phases;
     block(sd_.body, ind);
     if (sd_.fold) o << "  }\n";
@@ -133,13 +138,53 @@ class Emitter {
   }
 
  private:
+  /// Top-level fns the schedule calls, directly, through its own fns, through composed
+  /// schedules, or through other fns (only those are emitted).
+  std::vector<bool> used_top_fns() const {
+    std::vector<bool> used(prog_.fns.size(), false);
+    std::vector<const Expr*> work;
+    std::vector<const ScheduleDecl*> scheds{&sd_};
+    for (size_t k = 0; k < scheds.size(); ++k) {
+      const ScheduleDecl& d = *scheds[k];
+      for (const Param& pr : d.params) work.push_back(pr.init.get());
+      for (const ExprPtr& e : d.requires_) work.push_back(e.get());
+      if (d.blocks) work.push_back(d.blocks.get());
+      for (const FnDecl& f : d.fns) work.push_back(f.body.get());
+      std::vector<const Block*> blocks{&d.body};
+      while (!blocks.empty()) {
+        const Block* b = blocks.back();
+        blocks.pop_back();
+        for (const StmtPtr& st : *b) {
+          for (const Expr* e : {st->a.get(), st->b.get(), st->c.get()})
+            if (e) work.push_back(e);
+          blocks.push_back(&st->body);
+          blocks.push_back(&st->else_body);
+          if (st->kind == StmtKind::use && st->target >= 0) {
+            const ScheduleDecl* t = &prog_.schedules[size_t(st->target)];
+            if (std::find(scheds.begin(), scheds.end(), t) == scheds.end()) scheds.push_back(t);
+          }
+        }
+      }
+    }
+    while (!work.empty()) {
+      const Expr* e = work.back();
+      work.pop_back();
+      if (!e) continue;
+      if (e->kind == ExprKind::call && e->builtin < 0 && e->fn <= -2 && !used[size_t(-2 - e->fn)]) {
+        used[size_t(-2 - e->fn)] = true;
+        work.push_back(prog_.fns[size_t(-2 - e->fn)].body.get());
+      }
+      for (const ExprPtr& k : e->kids) work.push_back(k.get());
+    }
+    return used;
+  }
   void fn(const FnDecl& f, const std::string& ind) {
     std::string params;
     for (size_t i = 0; i < f.params.size(); ++i) params += (i ? ", " : "") + std::string("int64_t ") + mangle(f.params[i]);
     fn_params_ = &f.params;
-    *out_ << ind << "const auto " << mangle(f.name) << " = [&](" << params << ") -> "
+    *out_ << ind << "const auto " << fn_name(f.name) << " = [&](" << params << ") -> "
           << (f.result == Type::boolean ? "bool" : "int64_t") << " { return " << expr(*f.body) << "; };\n";
-    *out_ << ind << "(void)" << mangle(f.name) << ";\n";
+    *out_ << ind << "(void)" << fn_name(f.name) << ";\n";
     fn_params_ = nullptr;
   }
   void block(const Block& b, const std::string& ind) {
@@ -294,7 +339,7 @@ class Emitter {
           default: return mangle(e.name);
         }
       case ExprKind::unary:
-        if (e.op == Tok::minus) return "(-" + expr(*e.kids[0]) + ")";
+        if (e.op == Tok::minus) return "bine::neg(" + expr(*e.kids[0]) + ")";
         return std::string("(") + cop(e.op) + expr(*e.kids[0]) + ")";
       case ExprKind::binary: {
         const std::string a = expr(*e.kids[0]), b = expr(*e.kids[1]);
@@ -304,6 +349,10 @@ class Emitter {
             case Tok::percent: return "bine::rem(" + a + ", " + b + ")";
             case Tok::shl: return "bine::shl(" + a + ", " + b + ")";
             case Tok::shr: return "bine::shr(" + a + ", " + b + ")";
+            // wrapping 64-bit arithmetic, as in the compiler's interpreter (no signed overflow)
+            case Tok::plus: return "bine::add(" + a + ", " + b + ")";
+            case Tok::minus: return "bine::sub(" + a + ", " + b + ")";
+            case Tok::star: return "bine::mul(" + a + ", " + b + ")";
             default: break;
           }
         }
@@ -315,7 +364,7 @@ class Emitter {
         std::string args;
         for (size_t i = 0; i < e.kids.size(); ++i) args += (i ? ", " : "") + expr(*e.kids[i]);
         if (e.builtin >= 0) return std::string(builtin_fns()[size_t(e.builtin)].cpp) + "(" + args + ")";
-        return mangle(e.name) + "(" + args + ")";
+        return fn_name(e.name) + "(" + args + ")";
       }
       case ExprKind::set_all: return "bine::BlockSet::all(B)";
       case ExprKind::set_none: return "bine::BlockSet()";

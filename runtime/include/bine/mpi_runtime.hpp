@@ -79,12 +79,12 @@ class Context {
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
   /// recvbuf (count elements); sendbuf is never written.
   int begin_allreduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
-                      MPI_Op op, MPI_Comm comm, bool needs_commutative, PRanges order_p) {
+                      MPI_Op op, MPI_Comm comm, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
     kind_ = Collective::allreduce;
     op_ = op;
-    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
+    if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf)
       std::memcpy(recvbuf, sendbuf, count * elem_bytes_);
     announce();
@@ -93,13 +93,12 @@ class Context {
   /// Starts a reduce to `root`: like allreduce, but only root's recvbuf is defined at the
   /// end; non-root ranks use internal scratch when recvbuf is null.
   int begin_reduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
-                   MPI_Op op, int root, MPI_Comm comm, bool needs_commutative,
-                   PRanges order_p) {
+                   MPI_Op op, int root, MPI_Comm comm, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, root);
     if (rc != MPI_SUCCESS) return rc;
     kind_ = Collective::reduce;
     op_ = op;
-    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
+    if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank_ != root || recvbuf == nullptr) {
       own_.resize(count * elem_bytes_);
@@ -185,12 +184,12 @@ class Context {
   /// MPI_IN_PLACE) holds p blocks of recvcount elements; rank i's recvbuf ends with block i
   /// reduced over all ranks. Works on an internal copy.
   int begin_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype,
-                           MPI_Op op, MPI_Comm comm, bool needs_commutative, PRanges order_p) {
+                           MPI_Op op, MPI_Comm comm, PRanges order_p) {
     kind_ = Collective::reduce_scatter;
     int rc = begin(nullptr, recvcount, datatype, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
     op_ = op;
-    if ((rc = check_op(needs_commutative, order_p)) != MPI_SUCCESS) return rc;
+    if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     blocked_ = true;
     block_elems_ = recvcount;
     count_ = recvcount * uint64_t(size_);
@@ -207,8 +206,10 @@ class Context {
   /// must still be called.
   bool finished() const { return count_ == 0 || size_ == 1; }
 
-  /// Applies the schedule's fold: prologue round, then virtual p / r / root.
-  int fold_begin() {
+  /// Applies the schedule's fold: virtual p / r / root (no communication). Every rank,
+  /// including those that sit the body out, can then evaluate `requires` before the
+  /// prologue, so a false requirement fails on all ranks alike instead of stranding some.
+  void fold_setup() {
     fold_ = Fold::two_one;
     const int64_t v = mod(rank_ - root_, size_);
     const int64_t pv = int64_t(1) << log2(size_);
@@ -223,6 +224,10 @@ class Context {
     }
     vsize_ = pv;
     vroot_ = 0;
+  }
+  /// The fold's prologue round: odd v hands its data to v - 1.
+  int fold_prologue() {
+    const int64_t v = mod(rank_ - root_, size_);
     const FoldData d = fold_steps().first;
     if (extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
     // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
@@ -472,13 +477,15 @@ class Context {
   void announce() const {
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
-  int check_op(bool needs_commutative, PRanges order_p) const {
+  /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
+  /// the verifier proved that the schedule applies to it and reduces in rank order.
+  int check_op(PRanges order_p) const {
     int commutative = 1;
     const int rc = MPI_Op_commutative(op_, &commutative);
     if (rc != MPI_SUCCESS) return rc;
     bool order_proved = false;
     for (const PRange& pr : order_p) order_proved |= size_ >= pr.lo && size_ <= pr.hi;
-    if (!commutative && (needs_commutative || !order_proved)) return MPI_ERR_OP;
+    if (!commutative && !order_proved) return MPI_ERR_OP;
     return MPI_SUCCESS;
   }
   int64_t real_of_v(int64_t v) const { return mod(v + root_, size_); }
