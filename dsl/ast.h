@@ -66,6 +66,7 @@ struct Stmt {
   int phase_id = -1;         ///< phase / mirror: id; mirror: phase_id of the mirrored phase in `mirror_of`
   int mirror_of = -1;
   int target = -1;           ///< use: index of the composed schedule in Program::schedules
+  bool in_fn = false;        ///< a statement of a fn body: `slot` indexes the fn's frame
 };
 
 struct FnDecl {
@@ -73,7 +74,9 @@ struct FnDecl {
   Span span, name_span;
   std::vector<std::string> params;
   std::vector<Span> param_spans;
-  ExprPtr body;
+  ExprPtr body;             ///< the result: `= EXPR`, or the `return EXPR` of a block body
+  Block stmts;  ///< block body before `return` (let, var, =, for, if)
+  int frame_size = 0;       ///< parameters plus locals (sema)
   Type result = Type::error;
 };
 

@@ -46,6 +46,7 @@ const char* tok_name(Tok t) {
     case Tok::kw_false: return "'false'";
     case Tok::kw_permute: return "'permute'";
     case Tok::kw_round: return "'round'";
+    case Tok::kw_return: return "'return'";
     case Tok::lbrace: return "'{'";
     case Tok::rbrace: return "'}'";
     case Tok::lparen: return "'('";
@@ -103,7 +104,7 @@ const std::unordered_map<std::string, Tok>& keywords() {
       {"mirror", Tok::kw_mirror},     {"all", Tok::kw_all},
       {"none", Tok::kw_none},         {"block", Tok::kw_block},
       {"wrap", Tok::kw_wrap},         {"stride", Tok::kw_stride},
-      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round},         {"false", Tok::kw_false},
+      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round}, {"return", Tok::kw_return},         {"false", Tok::kw_false},
   };
   return k;
 }

@@ -145,7 +145,22 @@ class Parser {
         ++pos_;
       } while (accept(Tok::comma));
     }
-    if (!expect(Tok::rparen, "after parameters") || !expect(Tok::assign, "before function body")) { synchronize(); return false; }
+    if (!expect(Tok::rparen, "after parameters")) { synchronize(); return false; }
+    // fn_block := '{' { stmt } 'return' expr '}'
+    if (accept(Tok::lbrace)) {
+      while (!at(Tok::kw_return) && !at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+        const size_t before = pos_;
+        if (StmtPtr st = stmt(false)) f.stmts.push_back(std::move(st));
+        if (pos_ == before) { ++pos_; synchronize(); }
+      }
+      if (!expect(Tok::kw_return, "at the end of a fn body")) { synchronize(); return false; }
+      f.body = expr();
+      accept(Tok::semi);
+      if (!f.body || !expect(Tok::rbrace, "to close the fn body")) { synchronize(); return false; }
+      f.span = span_from(f.span);
+      return true;
+    }
+    if (!expect(Tok::assign, "before function body ('= EXPR' or '{ ... return EXPR }')")) { synchronize(); return false; }
     f.body = expr();
     if (!f.body) { synchronize(); return false; }
     f.span = span_from(f.span);

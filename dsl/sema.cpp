@@ -69,6 +69,7 @@ struct Binding {
   Type type;
   VarKind kind;
   Span decl;
+  bool fn_frame = false;  ///< a local of a fn body (slot indexes the fn's frame)
 };
 
 class Sema {
@@ -133,9 +134,14 @@ class Sema {
       Diagnostic& d = diags_.error(at, "redefinition of '" + n + "' in the same scope");
       add_note(d, f->second.decl, "previous definition is here");
     }
+    if (in_fn_ && cur_fn_) {  // a fn body's local: a slot of the fn's own frame
+      const int slot = cur_fn_->frame_size++;
+      scopes_.back()[n] = Binding{slot, t, k, at, true};
+      return slot;
+    }
     const int slot = sched_->num_slots++;
     sched_->slot_names.push_back(n);
-    scopes_.back()[n] = Binding{slot, t, k, at};
+    scopes_.back()[n] = Binding{slot, t, k, at, false};
     return slot;
   }
 
@@ -181,7 +187,13 @@ class Sema {
       for (const Param& pr : owner->params)
         if (pr.slot >= 0) scopes_.back()[pr.name] = Binding{pr.slot, Type::integer, VarKind::param, pr.span};
     }
+    // A block body: let, var, assignment, for and if over ints and bools, in the fn's frame
+    // (parameters first, then locals).
+    f.frame_size = int(f.params.size());
+    push();
+    for (StmtPtr& st : f.stmts) check_fn_stmt(*st);
     f.result = f.body ? check_expr(*f.body) : Type::error;
+    pop();
     if (f.result == Type::set) {
       diags_.error(f.body->span, "fn '" + f.name + "' computes a block set; a fn must compute an int or a bool");
       f.result = Type::error;
@@ -190,6 +202,34 @@ class Sema {
     in_fn_ = false;
     fn_params_ = nullptr;
     cur_fn_ = nullptr;
+  }
+  void check_fn_stmt(Stmt& st) {
+    st.in_fn = true;
+    switch (st.kind) {
+      case StmtKind::let:
+      case StmtKind::var:
+      case StmtKind::assign:
+      case StmtKind::for_:
+      case StmtKind::if_:
+        check_stmt(st, false, true, false);
+        break;
+      default:
+        diags_.error(st.span, "only let, var, assignment, for and if are allowed in a fn body");
+        return;
+    }
+    if ((st.kind == StmtKind::let || st.kind == StmtKind::var) && st.a->type == Type::set)
+      diags_.error(st.a->span, "fn locals are ints or bools, not block sets");
+    for (StmtPtr& k : st.body) mark_fn(*k);
+    for (StmtPtr& k : st.else_body) mark_fn(*k);
+  }
+  /// Nested statements of a fn body also live in its frame and cannot communicate.
+  void mark_fn(Stmt& st) {
+    st.in_fn = true;
+    if (st.kind != StmtKind::let && st.kind != StmtKind::var && st.kind != StmtKind::assign &&
+        st.kind != StmtKind::for_ && st.kind != StmtKind::if_)
+      diags_.error(st.span, "only let, var, assignment, for and if are allowed in a fn body");
+    for (StmtPtr& k : st.body) mark_fn(*k);
+    for (StmtPtr& k : st.else_body) mark_fn(*k);
   }
   const FnDecl* find_fn(const std::string& n, int& index, bool& local) const {
     if (sched_) {
@@ -510,7 +550,7 @@ class Sema {
         if ((*fn_params_)[i] == e.name) { e.ref = NameKind::fn_param; e.slot = int(i); return Type::integer; }
     }
     if (const Binding* b = lookup(e.name)) {
-      e.ref = NameKind::slot;
+      e.ref = b->fn_frame ? NameKind::fn_param : NameKind::slot;
       e.slot = b->slot;
       return b->type;
     }
@@ -610,7 +650,7 @@ class Sema {
   std::vector<Use> uses_;
   bool in_fn_ = false;
   bool top_fn_mentions_commutative_ = false;  ///< a top-level fn reads `commutative`
-  const FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
+  FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
   const std::vector<std::string>* fn_params_ = nullptr;
   size_t fn_limit_ = 0, fn_owner_limit_ = 0, fn_top_limit_ = 0;
 };

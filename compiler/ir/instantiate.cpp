@@ -149,13 +149,15 @@ class RankRun {
       case StmtKind::let:
       case StmtKind::var:
       case StmtKind::assign:
-        slots_[size_t(s.slot)] = eval(*s.a, s.span);
+        if (s.in_fn) args_.back()[size_t(s.slot)] = eval_int(*s.a, s.span);
+        else slots_[size_t(s.slot)] = eval(*s.a, s.span);
         return;
       case StmtKind::for_: {
         const int64_t lo = eval_int(*s.a, s.span), hi = eval_int(*s.b, s.span);
         for (int64_t i = lo; i < hi; ++i) {
           if (++steps_ > kMaxSteps) fail(s.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
-          slots_[size_t(s.slot)].i = i;
+          if (s.in_fn) args_.back()[size_t(s.slot)] = i;
+          else slots_[size_t(s.slot)].i = i;
           if (s.round_loop) {
             open_round(s, where_label(s) + ", " + s.name + " = " + std::to_string(i));
             exec_block(s.body);
@@ -364,7 +366,9 @@ class RankRun {
     std::vector<int64_t> a;
     for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
     if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
+    a.resize(size_t(std::max<int64_t>(f.frame_size, int64_t(a.size()))), 0);
     args_.push_back(std::move(a));
+    exec_block(f.stmts);
     const int64_t v = int_expr(*f.body, at);
     args_.pop_back();
     return v;

@@ -140,6 +140,15 @@ class Emitter {
  private:
   /// Top-level fns the schedule calls, directly, through its own fns, through composed
   /// schedules, or through other fns (only those are emitted).
+  /// Every expression of a block, nested statements included.
+  static void exprs_of(const Block& b, std::vector<const Expr*>& out) {
+    for (const StmtPtr& st : b) {
+      for (const Expr* e : {st->a.get(), st->b.get(), st->c.get()})
+        if (e) out.push_back(e);
+      exprs_of(st->body, out);
+      exprs_of(st->else_body, out);
+    }
+  }
   std::vector<bool> used_top_fns() const {
     std::vector<bool> used(prog_.fns.size(), false);
     std::vector<const Expr*> work;
@@ -149,7 +158,10 @@ class Emitter {
       for (const Param& pr : d.params) work.push_back(pr.init.get());
       for (const ExprPtr& e : d.requires_) work.push_back(e.get());
       if (d.blocks) work.push_back(d.blocks.get());
-      for (const FnDecl& f : d.fns) work.push_back(f.body.get());
+      for (const FnDecl& f : d.fns) {
+        work.push_back(f.body.get());
+        exprs_of(f.stmts, work);
+      }
       std::vector<const Block*> blocks{&d.body};
       while (!blocks.empty()) {
         const Block* b = blocks.back();
@@ -173,6 +185,7 @@ class Emitter {
       if (e->kind == ExprKind::call && e->builtin < 0 && e->fn <= -2 && !used[size_t(-2 - e->fn)]) {
         used[size_t(-2 - e->fn)] = true;
         work.push_back(prog_.fns[size_t(-2 - e->fn)].body.get());
+        exprs_of(prog_.fns[size_t(-2 - e->fn)].stmts, work);
       }
       for (const ExprPtr& k : e->kids) work.push_back(k.get());
     }
@@ -181,11 +194,16 @@ class Emitter {
   void fn(const FnDecl& f, const std::string& ind) {
     std::string params;
     for (size_t i = 0; i < f.params.size(); ++i) params += (i ? ", " : "") + std::string("int64_t ") + mangle(f.params[i]);
-    fn_params_ = &f.params;
-    *out_ << ind << "const auto " << fn_name(f.name) << " = [&](" << params << ") -> "
-          << (f.result == Type::boolean ? "bool" : "int64_t") << " { return " << expr(*f.body) << "; };\n";
+    const char* result = f.result == Type::boolean ? "bool" : "int64_t";
+    if (f.stmts.empty()) {
+      *out_ << ind << "const auto " << fn_name(f.name) << " = [&](" << params << ") -> " << result << " { return "
+            << expr(*f.body) << "; };\n";
+    } else {
+      *out_ << ind << "const auto " << fn_name(f.name) << " = [&](" << params << ") -> " << result << " {\n";
+      block(f.stmts, ind + "  ");
+      *out_ << ind << "  return " << expr(*f.body) << ";\n" << ind << "};\n";
+    }
     *out_ << ind << "(void)" << fn_name(f.name) << ";\n";
-    fn_params_ = nullptr;
   }
   void block(const Block& b, const std::string& ind) {
     for (const StmtPtr& s : b) stmt(*s, ind);
@@ -335,7 +353,7 @@ class Emitter {
           case NameKind::r: return "r";
           case NameKind::root: return "root_";
           case NameKind::commutative: return "commutative";
-          case NameKind::fn_param: return mangle((*fn_params_)[size_t(e.slot)]);
+          case NameKind::fn_param: return mangle(e.name);  // a parameter or a local of a fn body
           default: return mangle(e.name);
         }
       case ExprKind::unary:
@@ -389,7 +407,6 @@ class Emitter {
   int phase_base_ = 0;  ///< phase ids of the schedule being emitted start here
   int next_phase_ = 0;  ///< first id free for an inlined schedule's phases
   std::ostream* out_ = nullptr;
-  const std::vector<std::string>* fn_params_ = nullptr;
   int counter_ = 0;
 };
 
