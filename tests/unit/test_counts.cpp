@@ -1,0 +1,195 @@
+// Message and block counts of the Bine collectives against the paper's counts (Bine
+// trees paper, Sec. 4; the binomial and butterfly analyses it builds on), and the modulo
+// distance between partners (|rho(s)| for Bine, 2^s for the binomial counterparts), for
+// power-of-two p. Counts are taken from instantiated Schedules and compared with closed
+// forms written here, not with the compiler's own numbers.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "instantiate.h"
+#include "sema.h"
+
+namespace {
+
+using namespace bine;
+
+const Program& lib() {
+  static Program prog;
+  static bool loaded = false;
+  if (!loaded) {
+    DiagnosticSink d;
+    const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
+    std::vector<std::string> files;
+    for (const char* f : {"baselines.bine", "bine_allreduce.bine", "bine_bcast.bine", "bine_butterfly.bine",
+                          "bine_tree.bine", "bine_large.bine", "alltoall.bine"})
+      files.push_back(dir + f);
+    REQUIRE(load_program(files, prog, d));
+    loaded = true;
+  }
+  return prog;
+}
+
+Schedule inst(const std::string& name, int64_t p, int64_t root = 0) {
+  for (const ScheduleDecl& s : lib().schedules)
+    if (s.name == name) {
+      Schedule out;
+      DiagnosticSink d;
+      REQUIRE(instantiate(lib(), s, {p, root, false}, out, d) == InstStatus::ok);
+      return out;
+    }
+  FAIL("no schedule " << name);
+  std::abort();
+}
+
+struct Counts {
+  int64_t messages = 0, blocks = 0;
+};
+/// Messages and blocks sent (or received) by one rank.
+Counts sent(const Schedule& s, int64_t r, bool receives = false) {
+  Counts c;
+  for (const Round& rd : s.ranks[size_t(r)])
+    for (const Op& op : rd)
+      if (is_transfer(op) && std::holds_alternative<RecvOp>(op) == receives) {
+        ++c.messages;
+        c.blocks += blocks_of(op).size();
+      }
+  return c;
+}
+int64_t lg(int64_t p) {
+  int64_t k = 0;
+  while ((int64_t(1) << k) < p) ++k;
+  return k;
+}
+int64_t ring_dist(int64_t a, int64_t b, int64_t p) {
+  const int64_t d = ((a - b) % p + p) % p;
+  return std::min(d, p - d);
+}
+int64_t oracle_rho(int64_t s) {  // sum_{i<=s} (-2)^i, from the definition
+  int64_t v = 0, t = 1;
+  for (int64_t i = 0; i <= s; ++i, t *= -2) v += t;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Bine tree broadcast, scatter, gather, reduce: message and block counts") {
+  for (int64_t p = 2; p <= 256; p *= 2) {
+    const int64_t k = lg(p);
+    for (int64_t root : {int64_t(0), p / 2 + 1 < p ? p / 2 + 1 : 0}) {
+      CAPTURE(p);
+      CAPTURE(root);
+      // bcast: the root sends the whole vector once per step; every other rank receives once.
+      const Schedule bc = inst("bine_bcast_lat", p, root);
+      CHECK(sent(bc, root).messages == k);
+      int64_t total = 0;
+      for (int64_t r = 0; r < p; ++r) {
+        total += sent(bc, r).messages;
+        if (r != root) CHECK(sent(bc, r, true).messages == 1);
+      }
+      CHECK(total == p - 1);
+      // scatter: the root sends k messages carrying p - 1 blocks (n (p-1)/p elements),
+      // halving each step: p/2, p/4, ..., 1 blocks.
+      const Schedule sc = inst("bine_scatter", p, root);
+      CHECK(sent(sc, root).messages == k);
+      CHECK(sent(sc, root).blocks == p - 1);
+      int64_t expect = p / 2;
+      for (const Round& rd : sc.ranks[size_t(root)])
+        for (const Op& op : rd)
+          if (std::holds_alternative<SendOp>(op)) {
+            CHECK(blocks_of(op).size() == expect);
+            expect /= 2;
+          }
+      // gather: the mirror image, received by the root.
+      const Schedule ga = inst("bine_gather", p, root);
+      CHECK(sent(ga, root, true).messages == k);
+      CHECK(sent(ga, root, true).blocks == p - 1);
+      // reduce: every non-root rank sends its partial vector exactly once.
+      const Schedule rd = inst("bine_reduce_lat", p, root);
+      for (int64_t r = 0; r < p; ++r) CHECK(sent(rd, r).messages == (r == root ? 0 : 1));
+    }
+  }
+}
+
+TEST_CASE("Bine butterfly collectives: counts and partner distance |rho(s)| against 2^s") {
+  for (int64_t p = 2; p <= 256; p *= 2) {
+    const int64_t k = lg(p);
+    CAPTURE(p);
+    const Schedule rs = inst("bine_reduce_scatter", p);
+    const Schedule ag = inst("bine_allgather", p);
+    const Schedule a2a = inst("bine_alltoall", p);
+    const Schedule rd_ag = inst("recursive_doubling_allgather", p);
+    for (int64_t r = 0; r < p; ++r) {
+      // reduce-scatter: log2 p messages carrying n (p-1)/p elements (p-1 blocks);
+      // allgather: the same volume; alltoall: log2 p messages of p/2 blocks.
+      CHECK(sent(rs, r).messages == k);
+      CHECK(sent(rs, r).blocks == p - 1);
+      CHECK(sent(ag, r).messages == k);
+      CHECK(sent(ag, r).blocks == p - 1);
+      CHECK(sent(a2a, r).messages == k);
+      CHECK(sent(a2a, r).blocks == k * p / 2);
+      // distance of the partner at step s: |rho(s)| for the distance-doubling butterfly
+      // (reduce-scatter, alltoall), reversed for the allgather; 2^s for recursive doubling
+      int64_t t = 0;
+      for (size_t i = 0; i < rs.ranks[size_t(r)].size(); ++i)
+        for (const Op& op : rs.ranks[size_t(r)][i])
+          if (std::holds_alternative<SendOp>(op)) {
+            CHECK(ring_dist(peer_of(op), r, p) == ring_dist(std::abs(oracle_rho(t)), 0, p));
+            ++t;
+          }
+      t = 0;
+      for (size_t i = 0; i < a2a.ranks[size_t(r)].size(); ++i)
+        for (const Op& op : a2a.ranks[size_t(r)][i])
+          if (std::holds_alternative<SendOp>(op)) {
+            CHECK(ring_dist(peer_of(op), r, p) == ring_dist(std::abs(oracle_rho(t)), 0, p));
+            ++t;
+          }
+      t = k - 1;
+      for (size_t i = 0; i < ag.ranks[size_t(r)].size(); ++i)
+        for (const Op& op : ag.ranks[size_t(r)][i])
+          if (std::holds_alternative<SendOp>(op)) {
+            CHECK(ring_dist(peer_of(op), r, p) == ring_dist(std::abs(oracle_rho(t)), 0, p));
+            --t;
+          }
+      t = 0;
+      for (size_t i = 0; i < rd_ag.ranks[size_t(r)].size(); ++i)
+        for (const Op& op : rd_ag.ranks[size_t(r)][i])
+          if (std::holds_alternative<SendOp>(op)) {
+            CHECK(ring_dist(peer_of(op), r, p) == ring_dist(int64_t(1) << t, 0, p));
+            ++t;
+          }
+    }
+  }
+}
+
+TEST_CASE("Bine large-vector broadcast and reduce: 2 log2 p rounds, n (p-1)/p per phase at the root") {
+  for (int64_t p = 2; p <= 128; p *= 2) {
+    const int64_t k = lg(p);
+    CAPTURE(p);
+    const Schedule bc = inst("bine_bcast_bdw", p, 1 % p);
+    CHECK(bc.num_rounds == 2 * k);
+    // scatter phase (rounds < k): the root sends p-1 blocks and receives none;
+    // allgather phase (rounds >= k): every rank receives exactly p-1 blocks
+    const int64_t root = 1 % p;
+    for (int64_t r = 0; r < p; ++r) {
+      int64_t ag_recv = 0, sc_root_recv = 0, sc_root_sent = 0;
+      for (int64_t t = 0; t < bc.num_rounds; ++t)
+        for (const Op& op : bc.ranks[size_t(r)][size_t(t)]) {
+          if (!std::holds_alternative<RecvOp>(op)) {
+            if (t < k && r == root) sc_root_sent += blocks_of(op).size();
+            continue;
+          }
+          (t < k ? sc_root_recv : ag_recv) += t < k && r != root ? 0 : blocks_of(op).size();
+        }
+      CHECK(ag_recv == p - 1);
+      if (r == root) {
+        CHECK(sc_root_recv == 0);
+        CHECK(sc_root_sent == p - 1);
+      }
+    }
+    const Schedule rd = inst("bine_reduce_bdw", p, 0);
+    CHECK(rd.num_rounds == 2 * k);
+    CHECK(sent(rd, 0, true).blocks == (p - 1) + (p - 1));  // reduce-scatter + gather at the root
+  }
+}
