@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bine/collective.hpp"
 #include "token.h"
 
 namespace bine {
@@ -87,24 +88,14 @@ struct Param {
   int slot = -1;
 };
 
-/// The collectives the language knows (docs/language.md, "Collective contracts").
-enum class Collective { bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter, alltoall };
 const char* collective_name(Collective c);
 bool collective_from_name(const std::string& s, Collective& c);
 bool collective_is_rooted(Collective c);
-bool collective_reduces(Collective c);
 /// Blocks are indexed by rank (block i belongs to rank i): gather, scatter, allgather,
 /// reduce_scatter (and alltoall's grid).
 bool collective_has_rank_blocks(Collective c);
 
-/// What the fold's extra rounds move (docs/language.md, "fold"): the odd virtual rank's
-/// data to its even partner before the body (prologue), and the partner's result back
-/// after it (epilogue): nothing, the whole vector, or the odd rank's own block.
-enum class FoldData { none, all, own_block };
-struct FoldSteps {
-  FoldData prologue, epilogue;
-};
-FoldSteps fold_steps(Collective c);
+
 
 struct ScheduleDecl {
   std::string name;

@@ -43,22 +43,6 @@ bool collective_has_rank_blocks(Collective c) {
   return c == Collective::gather || c == Collective::scatter || c == Collective::allgather ||
          c == Collective::reduce_scatter || c == Collective::alltoall;
 }
-FoldSteps fold_steps(Collective c) {
-  switch (c) {
-    case Collective::allreduce: return {FoldData::all, FoldData::all};
-    case Collective::reduce: return {FoldData::all, FoldData::none};
-    case Collective::bcast: return {FoldData::none, FoldData::all};
-    case Collective::reduce_scatter: return {FoldData::all, FoldData::own_block};
-    case Collective::allgather: return {FoldData::own_block, FoldData::all};
-    case Collective::gather: return {FoldData::own_block, FoldData::none};
-    case Collective::scatter: return {FoldData::none, FoldData::own_block};
-    case Collective::alltoall: return {FoldData::none, FoldData::none};
-  }
-  return {FoldData::none, FoldData::none};
-}
-bool collective_reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
-}
 
 namespace {
 

@@ -436,7 +436,12 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     << "// unit, #define BINE_IMPLEMENTATION before including it. Needs runtime/include on the include path.\n"
     << "// Every function returns MPI_SUCCESS or an MPI error code (see bine/mpi_runtime.hpp).\n";
   o << "#pragma once\n#include <mpi.h>\n#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
-  for (const ScheduleDecl* s : schedules) o << emitted_prototype(*s) << ";\n";
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    o << emitted_prototype(*schedules[i]) << ";\n";
+    o << "/// 1 when the schedule applies to p processes, 0 when its `requires` excludes p, -1 when p\n"
+      << "/// is outside the verified range (" << proofs[i].p_lo << ".." << proofs[i].p_hi << ").\n";
+    o << "int " << emitted_function_name(*schedules[i]) << "_applicable(int p);\n";
+  }
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
@@ -457,6 +462,15 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     const ScheduleDecl& s = *schedules[i];
     o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";
     o << Emitter(program, s).function(proofs[i]) << "\n";
+    o << "extern \"C\" int " << emitted_function_name(s) << "_applicable(int p) {\n";
+    o << "  if (p < " << proofs[i].p_lo << " || p > " << proofs[i].p_hi << ") return -1;\n";
+    if (proofs[i].not_applicable.empty()) {
+      o << "  return 1;\n}\n\n";
+    } else {
+      o << "  switch (p) {\n";
+      for (int64_t x : proofs[i].not_applicable) o << "    case " << x << ":\n";
+      o << "      return 0;  // `requires` is false\n    default:\n      return 1;\n  }\n}\n\n";
+    }
   }
   o << "#endif  // BINE_IMPLEMENTATION\n";
   return o.str();

@@ -39,6 +39,7 @@
 
 #include "bine/blockset.hpp"
 #include "bine/builtins.hpp"
+#include "bine/collective.hpp"
 
 namespace bine::mpi {
 
@@ -50,10 +51,7 @@ inline constexpr uint64_t kMaxChunk = INT_MAX;
 /// Point-to-point tag used by generated collectives on the user's communicator.
 inline constexpr int kTag = 27422;
 
-enum class Collective { allreduce, bcast, reduce, allgather, gather, scatter, reduce_scatter, alltoall };
-/// What the fold's extra rounds move, per collective (the compiler's fold_steps() in
-/// dsl/sema.cpp; translation validation checks that both agree).
-enum class FoldData { none, all, own_block };
+
 
 /// Testing hook: when set, called with the working buffer (base, element bytes, elements)
 /// once a call has set it up, so a PMPI tracer can express offsets in its elements.
@@ -228,13 +226,12 @@ class Context {
   /// The fold's prologue round: odd v hands its data to v - 1.
   int fold_prologue() {
     const int64_t v = mod(rank_ - root_, size_);
-    const FoldData d = fold_steps().first;
+    const FoldData d = bine::fold_steps(kind_).prologue;
     if (extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
     // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
     begin_round();
     if (v < 2 * extra_) {
-      const bool reduce = kind_ == Collective::allreduce || kind_ == Collective::reduce ||
-                          kind_ == Collective::reduce_scatter;
+      const bool reduce = collective_reduces(kind_);
       post(fold_data(d), fold_partner_, active_, active_ && reduce, false);
     }
     return end_round();
@@ -243,7 +240,7 @@ class Context {
   /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
   /// pending error.
   int finish() {
-    const FoldData d = fold_steps().second;
+    const FoldData d = bine::fold_steps(kind_).epilogue;
     if (fold_ == Fold::two_one && extra_ > 0 && d != FoldData::none) {
       const int64_t v = mod(rank_ - root_, size_);
       begin_round();
@@ -514,19 +511,6 @@ class Context {
     if (d == FoldData::all) return BlockSet::all(B);
     const int64_t v = mod(rank_ - root_, size_);
     return BlockSet::block(even(v) ? fold_partner_ : rank_, B);
-  }
-  std::pair<FoldData, FoldData> fold_steps() const {
-    switch (kind_) {
-      case Collective::allreduce: return {FoldData::all, FoldData::all};
-      case Collective::reduce: return {FoldData::all, FoldData::none};
-      case Collective::bcast: return {FoldData::none, FoldData::all};
-      case Collective::reduce_scatter: return {FoldData::all, FoldData::own_block};
-      case Collective::allgather: return {FoldData::own_block, FoldData::all};
-      case Collective::gather: return {FoldData::own_block, FoldData::none};
-      case Collective::scatter: return {FoldData::none, FoldData::own_block};
-      case Collective::alltoall: return {FoldData::none, FoldData::none};
-    }
-    return {FoldData::none, FoldData::none};
   }
   /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
   /// block, the whole vector, before set_blocks()).
