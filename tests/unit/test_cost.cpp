@@ -9,6 +9,7 @@
 // Parameters are dyadic so that every sum is exact in double arithmetic.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -29,7 +30,7 @@ const Program& library() {
     DiagnosticSink d;
     const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
     REQUIRE(load_program({dir + "bine_allreduce.bine", dir + "bine_bcast.bine", dir + "baselines.bine",
-                          dir + "bine_butterfly.bine", dir + "mpich.bine"},
+                          dir + "bine_butterfly.bine", dir + "mpich.bine", dir + "mpich_allgather.bine"},
                          prog, d));
     loaded = true;
   }
@@ -320,6 +321,76 @@ TEST_CASE("other rows of the [T] 5.1 table the library implements (reduce, reduc
       for (const char* rs : {"recursive_halving_reduce_scatter", "bine_reduce_scatter"})
         expect(run(inst(rs, p), n, es, c), c, {lg, double(N) - double(N) / P, double(n) - double(n) / P});
     }
+}
+
+TEST_CASE("Bruck allgather: [T] line 567 (Sec. 4.2), ceil(lg p) alpha + (p-1)/p n beta, every p") {
+  for (int64_t p = 2; p <= 64; ++p)
+    for (size_t k = 0; k < kMachines.size(); ++k) {
+      CAPTURE(p);
+      CAPTURE(k);
+      const CostParams c = flat(kMachines[k]);
+      const uint64_t es = k % 2 ? 8 : 4, n = 240 * uint64_t(p), N = n * es;
+      const double P = double(p), clg = double(oracle_ceil_log2(p));
+      // Step s moves min(2^s, p - 2^s) blocks; the steps add up to p - 1 blocks on every
+      // rank's path, in ceil(lg p) messages. The local rotations before and after are free
+      // in the model (it does not price copies).
+      const CostResult r = run(inst("bruck_allgather", p), n, es, c);
+      expect(r, c, {clg, double(N) - double(N) / P, 0});
+      CHECK(r.critical.messages == oracle_ceil_log2(p));
+      CHECK(r.messages == p * oracle_ceil_log2(p));
+      // Same closed form as recursive doubling ([T] line 566) where p is a power of two.
+      if (oracle_is_pow2(p)) CHECK(r.makespan == doctest::Approx(run(inst("recursive_doubling_allgather", p), n, es, c).makespan));
+    }
+}
+
+TEST_CASE("Bruck allgather: per-rank totals, counted independently, and the one-way refinement") {
+  // Equal blocks only (n a multiple of p, as MPI_Allgather's blocks always are): the
+  // model sizes a block by its index, and after the first rotation index k of rank x holds
+  // the block of rank x + k, so for uneven splits index sizes do not describe the data.
+  const CostParams c = flat(kMachines[0]);
+  for (int64_t p : {2, 3, 5, 6, 7, 8, 12, 31, 33, 64})
+    for (uint64_t n : {uint64_t(p), uint64_t(7 * p), uint64_t(250 * p)}) {
+      CAPTURE(p);
+      CAPTURE(n);
+      const CostResult r = run(inst("bruck_allgather", p), n, 4, c);
+      check_consistent(r, c);
+      for (int64_t x = 0; x < p; ++x) {
+        // Independent count: in step s rank x sends the blocks of x, x+1, ..., x+c-1 and
+        // receives those of x+d, ..., x+d+c-1 (c = min(d, p - d), d = 2^s); in all it
+        // receives every block but its own.
+        uint64_t sent = 0, recvd = 0;
+        for (int64_t d = 1; d < p; d *= 2) {
+          const int64_t cnt = std::min(d, p - d);
+          for (int64_t i = 0; i < cnt; ++i) {
+            sent += oracle_block(n, p, x + i);
+            recvd += oracle_block(n, p, x + d + i);
+          }
+        }
+        const RankCost& rc = r.ranks[size_t(x)];
+        CHECK(rc.bytes_sent == sent * 4);
+        CHECK(rc.bytes_received == recvd * 4);
+        CHECK(recvd == n - oracle_block(n, p, x));
+        CHECK(rc.messages_sent == oracle_ceil_log2(p));
+        CHECK(rc.elements_reduced == 0);
+      }
+    }
+  // [T] Fig. 6 refinement: rank r sends to r - 2^s and receives from r + 2^s, a one-way
+  // pair, except when r - 2^s = r + 2^s (mod p), i.e. the last step of a power of two p
+  // (2^s = p/2), where the pair exchanges.
+  for (int64_t p = 2; p <= 64; ++p) {
+    CAPTURE(p);
+    CostParams cf = flat(kMachines[0]);
+    cf.f_alpha = 0.75;
+    cf.f_beta = 0.5;
+    const uint64_t es = 4, n = 240 * uint64_t(p), b = n / uint64_t(p) * es;
+    double a = 0, bb = 0;
+    for (int64_t d = 1; d < p; d *= 2) {
+      const bool mutual = 2 * d == p;
+      a += mutual ? 1 : cf.f_alpha;
+      bb += (mutual ? 1 : cf.f_beta) * double(uint64_t(std::min(d, p - d)) * b);
+    }
+    expect(run(inst("bruck_allgather", p), n, es, cf), cf, {a, bb, 0});
+  }
 }
 
 TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
