@@ -15,6 +15,12 @@ struct BuiltinFn {
   const char* doc;  ///< one line for docs/language.md
 };
 
+/// Built-ins by index in builtin_fns() (the order of the table; Expr::builtin holds it).
+enum class BuiltinId {
+  log2, ceil_log2, is_pow2, pow2, lowmask, popcount, ctz, clz, bitrev, even, odd, min, max, mod,
+  nb, from_nb, rho, nu, size, contains,
+};
+
 /// The table, in a fixed order (indices are stored in Expr::builtin).
 const std::vector<BuiltinFn>& builtin_fns();
 /// Index of a built-in by name, or -1.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bine/builtins.hpp"
+#include "builtins_table.h"
 
 namespace bine {
 namespace {
@@ -374,30 +375,34 @@ class RankRun {
     return v;
   }
   int64_t builtin(const Expr& e, const Span& at) {
-    const std::string& n = e.name;
-    if (n == "size") return set_size(eval_set(*e.kids[0], at));
-    if (n == "contains") return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
+    const BuiltinId id = BuiltinId(e.builtin);
+    if (id == BuiltinId::size) return set_size(eval_set(*e.kids[0], at));
+    if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
     const int64_t a = int_expr(*e.kids[0], at);
     const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
-    if (n == "log2") return bine::log2(a);
-    if (n == "ceil_log2") return ceil_log2(a);
-    if (n == "is_pow2") return is_pow2(a);
-    if (n == "pow2") return pow2(a);
-    if (n == "lowmask") return lowmask(a);
-    if (n == "popcount") return popcount(a);
-    if (n == "ctz") return ctz(a);
-    if (n == "clz") return clz(a);
-    if (n == "bitrev") return bitrev(a, b);
-    if (n == "even") return even(a);
-    if (n == "odd") return odd(a);
-    if (n == "min") return bine::min(a, b);
-    if (n == "max") return bine::max(a, b);
-    if (n == "mod") return mod(a, b);
-    if (n == "nb") return nb(a);
-    if (n == "from_nb") return from_nb(a);
-    if (n == "rho") return rho(a);
-    if (n == "nu") return nu(a, b);
-    fail(e.span, "internal: unknown builtin " + n);
+    switch (id) {
+      case BuiltinId::log2: return bine::log2(a);
+      case BuiltinId::ceil_log2: return ceil_log2(a);
+      case BuiltinId::is_pow2: return is_pow2(a);
+      case BuiltinId::pow2: return pow2(a);
+      case BuiltinId::lowmask: return lowmask(a);
+      case BuiltinId::popcount: return popcount(a);
+      case BuiltinId::ctz: return ctz(a);
+      case BuiltinId::clz: return clz(a);
+      case BuiltinId::bitrev: return bitrev(a, b);
+      case BuiltinId::even: return even(a);
+      case BuiltinId::odd: return odd(a);
+      case BuiltinId::min: return bine::min(a, b);
+      case BuiltinId::max: return bine::max(a, b);
+      case BuiltinId::mod: return mod(a, b);
+      case BuiltinId::nb: return nb(a);
+      case BuiltinId::from_nb: return from_nb(a);
+      case BuiltinId::rho: return rho(a);
+      case BuiltinId::nu: return nu(a, b);
+      case BuiltinId::size:
+      case BuiltinId::contains: break;
+    }
+    fail(e.span, "internal: unknown builtin " + e.name);
   }
   BlockSet eval_set(const Expr& e, const Span& at) {
     BlockSet s = set_expr(e, at);
@@ -411,18 +416,18 @@ class RankRun {
       case ExprKind::set_block: return BlockSet::block(int_expr(*e.kids[0], at), blocks);
       case ExprKind::set_range: {
         const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
-        const std::string shown = "block range [" + std::to_string(a) + ", " + std::to_string(b) + ")";
-        if (a > b) fail(e.span, shown + " is reversed (its end is below its start)");
+        auto shown = [&] { return "block range [" + std::to_string(a) + ", " + std::to_string(b) + ")"; };
+        if (a > b) fail(e.span, shown() + " is reversed (its end is below its start)");
         if (a < 0 || b > blocks)
-          fail(e.span, shown + " is out of bounds [0, " + std::to_string(blocks) + ")");
+          fail(e.span, shown() + " is out of bounds [0, " + std::to_string(blocks) + ")");
         return BlockSet::range(a, b, blocks);
       }
       case ExprKind::set_wrap: {
         const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
-        const std::string shown = "wrapping block range wrap[" + std::to_string(a) + ", " + std::to_string(b) + ")";
-        if (a > b) fail(e.span, shown + " is reversed (its end is below its start)");
+        auto shown = [&] { return "wrapping block range wrap[" + std::to_string(a) + ", " + std::to_string(b) + ")"; };
+        if (a > b) fail(e.span, shown() + " is reversed (its end is below its start)");
         if (uint64_t(b) - uint64_t(a) > uint64_t(blocks))
-          fail(e.span, shown + " is longer than the " + std::to_string(blocks) + " blocks");
+          fail(e.span, shown() + " is longer than the " + std::to_string(blocks) + " blocks");
         return checked(BlockSet::wrap(a, b, blocks), e.span);
       }
       case ExprKind::set_stride:

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 namespace bine {
 
@@ -127,9 +128,24 @@ inline int64_t rho(int64_t s) {
 /// r (odd r) or -r (even r), or of r - p (odd) / p - r (even) when that one fits k
 /// negabinary digits (the smaller code wins when both fit); nu = bitrev_k(b ^ (b >> 1)).
 /// nu(., p) is a permutation of 0..p-1. Domain: p a power of two, 0 <= r < p.
+inline int64_t nu_uncached(int64_t r, int64_t p);
 inline int64_t nu(int64_t r, int64_t p) {
   if (!is_pow2(p) || p > (int64_t(1) << 30)) return domain_error("nu needs a power-of-two p");
   if (r < 0 || r >= p) return domain_error("nu rank outside 0..p-1");
+  // Schedules evaluate nu(i, p) for every block of a set: keep the table of the last p
+  // (up to 2^16 entries, per thread).
+  if (p > (int64_t(1) << 16)) return nu_uncached(r, p);
+  thread_local int64_t table_p = 0;
+  thread_local std::vector<int64_t> table;
+  if (table_p != p) {
+    table.resize(size_t(p));
+    for (int64_t x = 0; x < p; ++x) table[size_t(x)] = nu_uncached(x, p);
+    table_p = p;
+  }
+  return table[size_t(r)];
+}
+/// nu computed from its definition (nu() caches it).
+inline int64_t nu_uncached(int64_t r, int64_t p) {
   const int64_t k = log2(p);
   const int64_t limit = int64_t(1) << k;
   const int64_t a = odd(r) ? r : -r;
