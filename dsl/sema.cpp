@@ -3,6 +3,7 @@
 // fixes the round structure (docs/language.md, "Rounds").
 #include "sema.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -72,6 +73,20 @@ class Sema {
       check_schedule(s);
     }
     check_use_cycles();
+    propagate_commutative();
+  }
+  /// A schedule reads `commutative` when a schedule it composes does (transitively).
+  void propagate_commutative() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Use& u : uses_) {
+        ScheduleDecl& from = prog_.schedules[size_t(u.from)];
+        if (!from.mentions_commutative && prog_.schedules[size_t(u.to)].mentions_commutative) {
+          from.mentions_commutative = true;
+          changed = true;
+        }
+      }
+    }
   }
   /// Composition must not recurse: report a cycle of `phase X = SCHEDULE` uses.
   void check_use_cycles() {
@@ -118,6 +133,8 @@ class Sema {
       Diagnostic& d = diags_.error(at, "redefinition of '" + n + "' in the same scope");
       add_note(d, f->second.decl, "previous definition is here");
     }
+    if (in_fn_ && cur_fn_ && std::find(cur_fn_->params.begin(), cur_fn_->params.end(), n) != cur_fn_->params.end())
+      diags_.error(at, "'" + n + "' is a parameter of fn '" + cur_fn_->name + "' and cannot be redeclared in its body");
     if (in_fn_ && cur_fn_) {  // a fn body's local: a slot of the fn's own frame
       const int slot = cur_fn_->frame_size++;
       scopes_.back()[n] = Binding{slot, t, k, at, true};
@@ -336,8 +353,10 @@ class Sema {
         // Branches are first checked as round level; if they contain round loops, the if
         // is transparent (its condition must be rank-uniform, checked at instantiation).
         const bool rl = round_level && !in_round;
+        ++if_depth_;
         check_block(st.body, rl, in_round, false);
         check_block(st.else_body, rl, in_round, false);
+        --if_depth_;
         st.communicates = has_comm(st.body) || has_comm(st.else_body);
         if (rl && (has_round_loop(st.body) || has_round_loop(st.else_body))) {
           st.round_level_if = true;
@@ -379,8 +398,11 @@ class Sema {
         st.slot = declare(st.name, Type::integer, VarKind::loop, st.name_span);
         expect_type(*st.a, check_expr(*st.a), Type::integer, "the destination block of 'permute'");
         pop();
-        if (in_round)
-          diags_.error(st.span, "'permute' is a round of its own: it cannot be inside a round loop or a round with transfers");
+        if (in_round || if_depth_ > 0)
+          diags_.error(st.span, "'permute' is a round of its own: it cannot be inside a round loop, a round, or an 'if'");
+        else if (sched_ && !collective_has_rank_blocks(sched_->collective))
+          diags_.error(st.span, std::string("'permute' needs blocks of equal size (gather, scatter, allgather, reduce_scatter, alltoall); ") +
+                                    collective_name(sched_->collective) + " blocks differ by one element when p does not divide n");
         st.communicates = true;
         st.round = !in_round;
         return;
@@ -633,7 +655,8 @@ class Sema {
   };
   std::vector<Use> uses_;
   bool in_fn_ = false;
-  bool top_fn_mentions_commutative_ = false;  ///< a top-level fn reads `commutative`
+  bool top_fn_mentions_commutative_ = false;
+  int if_depth_ = 0;  ///< statements nested in an if  ///< a top-level fn reads `commutative`
   FnDecl* cur_fn_ = nullptr;  ///< the fn being checked
   const std::vector<std::string>* fn_params_ = nullptr;
   size_t fn_limit_ = 0, fn_owner_limit_ = 0, fn_top_limit_ = 0;

@@ -32,7 +32,11 @@ std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOpti
 /// Values of `commutative` an instance must be proved for. Generated code evaluates it
 /// from the operator (true when the collective has none), so a reducing schedule that
 /// mentions it is proved for both; the order-preserving property comes from the false case.
-static std::vector<bool> commutative_values(const ScheduleDecl& s) {
+bool default_commutative(const ScheduleDecl& s) {
+  return s.uses_commutative_requirement || commutative_values(s).front();
+}
+
+std::vector<bool> commutative_values(const ScheduleDecl& s) {
   if (!collective_reduces(s.collective)) return {true};
   if (s.mentions_commutative) return {false, true};
   return {false};

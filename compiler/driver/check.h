@@ -29,6 +29,14 @@ struct CheckReport {
   ProofSummary proof() const;
 };
 
+/// Values of `commutative` that instances of `s` are proved for (docs/verifier.md): true
+/// for collectives without an operator (generated code sees true), both for a reducing
+/// schedule that reads it (directly or through composition), else false.
+std::vector<bool> commutative_values(const ScheduleDecl& s);
+/// The value a single instance (`bine-cc schedule`, `cost`) uses: the first of
+/// commutative_values(), or true when a `requires` asks for commutativity.
+bool default_commutative(const ScheduleDecl& s);
+
 /// Roots to verify for a schedule at process count p.
 std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOptions& opt);
 

@@ -163,7 +163,7 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   const ScheduleDecl& s = *todo.front();
   Schedule sch;
   std::string unmet;
-  const InstStatus st = instantiate(prog, s, {p, root, s.uses_commutative_requirement}, sch, diags, &unmet);
+  const InstStatus st = instantiate(prog, s, {p, root, default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
     std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
     return 1;
@@ -204,7 +204,7 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   const ScheduleDecl& s = *todo.front();
   Schedule sch;
   std::string unmet;
-  const InstStatus st = instantiate(prog, s, {o.p, o.root, s.uses_commutative_requirement}, sch, diags, &unmet);
+  const InstStatus st = instantiate(prog, s, {o.p, o.root, default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
     std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << o.p << ": requires " << unmet << "\n";
     return 1;

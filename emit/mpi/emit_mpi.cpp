@@ -125,6 +125,19 @@ class Emitter {
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
     o << ind << "cx.set_blocks(B);\n";
+    // The requirements of composed schedules, checked here on every rank, before the
+    // fold's prologue: a false one must fail everywhere, not strand the ranks that sit out.
+    for (const ScheduleDecl* t : composed_targets()) {
+      if (t->requires_.empty() && !t->blocks) continue;
+      o << ind << "{  // requires of composed schedule " << t->name << "\n";
+      const std::string in = ind + "  ";
+      for (const Param& pr : t->params)
+        o << in << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
+      for (const FnDecl& f : t->fns) fn(f, in);
+      for (const ExprPtr& e : t->requires_) o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
+      if (t->blocks) o << in << "if ((" << expr(*t->blocks) << ") != B) return MPI_ERR_OTHER;\n";
+      o << ind << "}\n";
+    }
     if (sd_.fold) {
       o << "  if ((rc = cx.fold_prologue()) != MPI_SUCCESS) return rc;\n";
       o << "  if (cx.active()) {\n";
@@ -140,6 +153,27 @@ class Emitter {
  private:
   /// Top-level fns the schedule calls, directly, through its own fns, through composed
   /// schedules, or through other fns (only those are emitted).
+  /// Schedules composed with `phase NAME = SCHEDULE`, transitively, in first-use order.
+  std::vector<const ScheduleDecl*> composed_targets() const {
+    std::vector<const ScheduleDecl*> out;
+    std::vector<const Block*> todo{&sd_.body};
+    while (!todo.empty()) {
+      const Block* b = todo.back();
+      todo.pop_back();
+      for (const StmtPtr& st : *b) {
+        if (st->kind == StmtKind::use && st->target >= 0) {
+          const ScheduleDecl* t = &prog_.schedules[size_t(st->target)];
+          if (std::find(out.begin(), out.end(), t) == out.end()) {
+            out.push_back(t);
+            todo.push_back(&t->body);
+          }
+        }
+        todo.push_back(&st->body);
+        todo.push_back(&st->else_body);
+      }
+    }
+    return out;
+  }
   /// Every expression of a block, nested statements included.
   static void exprs_of(const Block& b, std::vector<const Expr*>& out) {
     for (const StmtPtr& st : b) {
