@@ -128,7 +128,7 @@ class Parser {
     }
   }
 
-  // fn_decl := 'fn' IDENT '(' [IDENT {',' IDENT}] ')' '=' expr
+  // fn_decl := 'fn' IDENT '(' [IDENT {',' IDENT}] ')' ('=' expr | '{' { stmt } 'return' expr '}')
   bool fn_decl(FnDecl& f) {
     f.span = cur().span;
     expect(Tok::kw_fn, "");
@@ -266,7 +266,8 @@ class Parser {
   //       | 'if' expr block ['else' (if_stmt | block)]
   //       | 'send' set 'to' expr | 'recv' set 'from' expr ['reduce' | 'copy']
   //       | 'exchange' set '/' set 'with' expr ['reduce' | 'copy']
-  //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')')      (top level only)
+  //       | 'permute' IDENT '->' expr | 'round' block
+  //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')' | '=' IDENT)   (top level only)
   StmtPtr stmt(bool top) {
     if (++stmt_depth_ > kMaxDepth) {
       error_here("statements nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");

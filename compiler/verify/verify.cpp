@@ -221,7 +221,7 @@ class Verifier {
             Diagnostic& d = report(origin_of(rd[j]),
                                    at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
                                        " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) + ", which receives blocks " +
-                                       format_blocks(b) + " " + size_rule() + ")");
+                                       format_blocks(b) + " (" + size_rule() + ")");
             add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
             return false;
           }

@@ -1,4 +1,4 @@
-// End-to-end test of generated code under a real MPI (tests/mpi/README.md).
+// End-to-end test of generated code under a real MPI (docs/testing.md).
 //
 //   harness check          every generated allreduce / bcast against MPI_Allreduce / MPI_Bcast
 //                          on the same data: counts {0, 1, 7, 1000, 3p+1}, MPI_INT and

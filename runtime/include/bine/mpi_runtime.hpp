@@ -21,13 +21,20 @@
 // - fold (two-one elimination, formulas.md "Non-power-of-two process counts"): with
 //   v = (rank - root) mod p, p' = 2^floor(log2 p), extra = p - p', ranks v < 2*extra
 //   pair up (v even participates as virtual rank v/2, v odd sits out); ranks
-//   v >= 2*extra are virtual v - extra. Reducing collectives start with a prologue round
-//   (odd v sends everything to v - 1, which reduces it); allreduce and bcast end with an
-//   epilogue round (v - 1 sends everything back to v).
+//   v >= 2*extra are virtual v - extra. What the prologue (odd v -> v - 1) and the
+//   epilogue (v - 1 -> v) move depends on the collective: bine::fold_steps() in
+//   bine/collective.hpp, shared with the compiler. fold_setup() computes the virtual
+//   ranks without communicating, so every rank checks `requires` before fold_prologue().
+//   With rank-indexed blocks (gather, scatter, allgather, reduce_scatter) a virtual block
+//   stands for the blocks of the one or two real ranks it represents.
+// - Messages: one per op; a block set of several ranges is packed into scratch memory.
+//   Alltoall and the other rank-indexed collectives work on p equal blocks, so a message
+//   carries the k-th sent block into the k-th received block.
 // Errors: every MPI return code is passed back unchanged; a datatype that is not
-// contiguous gives MPI_ERR_TYPE, a non-commutative operator given to a schedule that
-// needs commutativity (or not proved order-preserving) gives MPI_ERR_OP, an unmet
-// `requires` or a built-in domain error gives MPI_ERR_OTHER.
+// contiguous gives MPI_ERR_TYPE (MPI_ERR_TRUNCATE when send and receive block sizes
+// differ), a non-commutative operator outside the process counts where the verifier
+// proved the schedule order-preserving gives MPI_ERR_OP, an unmet `requires`, a
+// non-bijective permute or a built-in domain error gives MPI_ERR_OTHER.
 #pragma once
 #include <mpi.h>
 
