@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "bine/blockset.hpp"
@@ -106,8 +107,7 @@ class Context {
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank_ != root || recvbuf == nullptr) {
-      own_.resize(count * elem_bytes_);
-      buf_ = own_.data();
+      buf_ = own(count * elem_bytes_);
     }
     if (count > 0 && src != buf_) std::memcpy(buf_, src, count * elem_bytes_);
     announce();
@@ -198,8 +198,7 @@ class Context {
     blocked_ = true;
     block_elems_ = recvcount;
     count_ = recvcount * uint64_t(size_);
-    own_.resize(count_ * elem_bytes_);
-    buf_ = own_.data();
+    buf_ = own(count_ * elem_bytes_);
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (count_ > 0) std::memcpy(buf_, src, count_ * elem_bytes_);
     out_ = recvbuf;
@@ -454,8 +453,7 @@ class Context {
     if (buf) {
       buf_ = buf;
     } else {
-      own_.resize(count_);
-      buf_ = own_.data();
+      buf_ = own(count_);
     }
     return MPI_SUCCESS;
   }
@@ -477,6 +475,12 @@ class Context {
     if (block_elems_ > 0)
       std::memcpy(static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_, sendbuf, block_elems_);
     return MPI_SUCCESS;
+  }
+  /// Allocates the internal working buffer without zero-filling it: the schedule writes
+  /// every block it reads (the verifier checks that no rank sends data it does not hold).
+  char* own(uint64_t bytes) {
+    own_.reset(new char[bytes > 0 ? bytes : 1]);
+    return own_.get();
   }
   void announce() const {
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
@@ -595,7 +599,7 @@ class Context {
 
   Collective kind_ = Collective::allreduce;
   void* buf_ = nullptr;
-  std::vector<char> own_;
+  std::unique_ptr<char[]> own_;  ///< internal working buffer, left uninitialized
   uint64_t count_ = 0, elem_bytes_ = 1;
   MPI_Datatype datatype_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
