@@ -282,6 +282,34 @@ void alltoall_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
   if (send != copy) fail(tag + ": send buffer modified");
 }
 
+// Reduce-scatter with the non-commutative 2x2 matrix product: rank i's block must be
+// M_0(i) M_1(i) ... M_{p-1}(i) (sequential reference), or MPI_ERR_OP where not proved.
+void noncommutative_reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Datatype mat, MPI_Op op, size_t n) {
+  auto m = [](int r, size_t i, int j) { return uint32_t((r + 3) * 2246822519u + i * 3266489917u + uint32_t(j) * 668265263u) % 5u; };
+  const size_t p = size_t(size);
+  std::vector<uint32_t> send(4 * n * p), got(4 * n, 0), expect(4 * n);
+  for (size_t i = 0; i < n * p; ++i)
+    for (int j = 0; j < 4; ++j) send[4 * i + size_t(j)] = m(rank, i, j);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = size_t(rank) * n + k;  // element of this rank's block
+    uint32_t acc[4] = {m(0, i, 0), m(0, i, 1), m(0, i, 2), m(0, i, 3)};
+    for (int r = 1; r < size; ++r) {
+      uint32_t b[4] = {m(r, i, 0), m(r, i, 1), m(r, i, 2), m(r, i, 3)};
+      int one = 1;
+      matmul(acc, b, &one, nullptr);
+      std::memcpy(acc, b, sizeof acc);
+    }
+    std::memcpy(&expect[4 * k], acc, sizeof acc);
+  }
+  const int rc = e.fn(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
+  if (rc == MPI_ERR_OP && !e.order_preserving) return;
+  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (got != expect) fail(tag + ": differs from the sequential product");
+}
+
 std::vector<int> roots() {
   std::vector<int> r = {0};
   for (int x : {size - 1, size / 2, 1 % size})
@@ -344,12 +372,15 @@ int run_check() {
     for (int root : roots())
       for (size_t n : bcounts)
         for (bool ip : {false, true}) scatter_case<double>(e, n, root, ip);
-  for (const auto& e : kReduceScatter)
+  for (const auto& e : kReduceScatter) {
     for (size_t n : bcounts)
       for (bool ip : {false, true}) {
         reduce_scatter_case<int>(e, MPI_SUM, n, ip);
         reduce_scatter_case<double>(e, MPI_MAX, n, ip);
       }
+    if (!fatal_handler)
+      for (size_t n : {size_t(1), size_t(5)}) noncommutative_reduce_scatter_case(e, mat, matop, n);
+  }
   for (const auto& e : kAlltoall)
     for (size_t n : bcounts)
       for (bool ip : {false, true}) {
