@@ -146,9 +146,11 @@ int cmd_compile(const Common& c, const std::string& target, const std::string& o
   return 0;
 }
 
-int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verify_too) {
-  DiagnosticSink diags;
-  Program prog;
+/// Loads the files and instantiates the one selected schedule for (p, root), with
+/// `commutative` as the checker sets it. Returns 0 with `sch` set, or the exit status
+/// after printing the diagnostics (1: bad input, not applicable or failed instance).
+int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, DiagnosticSink& diags, Schedule& sch,
+                  const ScheduleDecl** decl) {
   if (!load_program(c.files, prog, diags)) {
     print_diags(diags, c.format);
     return 1;
@@ -161,15 +163,28 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
     return 1;
   }
   const ScheduleDecl& s = *todo.front();
-  Schedule sch;
+  *decl = &s;
   std::string unmet;
   const InstStatus st = instantiate(prog, s, {p, root, default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
     std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
     return 1;
   }
-  if (st == InstStatus::ok && verify_too) verify(sch, diags);
-  if (st == InstStatus::ok) std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  if (st != InstStatus::ok) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verify_too) {
+  DiagnosticSink diags;
+  Program prog;
+  Schedule sch;
+  const ScheduleDecl* s = nullptr;
+  if (const int rc = load_instance(c, p, root, prog, diags, sch, &s)) return rc;
+  if (verify_too) verify(sch, diags);
+  std::cout << (json ? schedule_json(sch) : schedule_text(sch));
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
 }
@@ -190,29 +205,10 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   if (!beta_local_set) o.params.beta_local = o.params.beta;
   DiagnosticSink diags;
   Program prog;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
-  const auto todo = selected(prog, c.only, diags);
-  if (todo.size() != 1) {
-    if (!diags.has_errors())
-      diags.error(Span{}, "the input holds " + std::to_string(todo.size()) + " schedules; choose one with --schedule NAME");
-    print_diags(diags, c.format);
-    return 1;
-  }
-  const ScheduleDecl& s = *todo.front();
   Schedule sch;
-  std::string unmet;
-  const InstStatus st = instantiate(prog, s, {o.p, o.root, default_commutative(s)}, sch, diags, &unmet);
-  if (st == InstStatus::not_applicable) {
-    std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << o.p << ": requires " << unmet << "\n";
-    return 1;
-  }
-  if (st != InstStatus::ok) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  const ScheduleDecl* decl = nullptr;
+  if (const int rc = load_instance(c, o.p, o.root, prog, diags, sch, &decl)) return rc;
+  const ScheduleDecl& s = *decl;
   const CostVector vec{o.bytes / o.elem_size, o.elem_size};
   const CostResult res = simulate_cost(sch, vec, o.params);
   if (!res.ok) {

@@ -107,21 +107,26 @@ void matmul(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+/// Sequential reference M_0 M_1 ... M_{p-1} of 2x2 matrices, entry(r, j) giving entry j
+/// of rank r's matrix.
+template <class Entry4>
+void sequential_product(const Entry4& entry, uint32_t* out) {
+  uint32_t acc[4] = {entry(0, 0), entry(0, 1), entry(0, 2), entry(0, 3)};
+  for (int r = 1; r < size; ++r) {
+    uint32_t b[4] = {entry(r, 0), entry(r, 1), entry(r, 2), entry(r, 3)};
+    int one = 1;
+    matmul(acc, b, &one, nullptr);  // b = acc b
+    std::memcpy(acc, b, sizeof acc);
+  }
+  std::memcpy(out, acc, sizeof acc);
+}
+
 void noncommutative_case(const AllreduceEntry& e, MPI_Datatype mat, MPI_Op op, size_t n) {
   auto m = [](int r, size_t i, int j) { return uint32_t((r + 1) * 2654435761u + i * 40503u + uint32_t(j) * 977u) % 7u; };
   std::vector<uint32_t> send(4 * n), got(4 * n, 0), expect(4 * n);
   for (size_t i = 0; i < n; ++i)
     for (int j = 0; j < 4; ++j) send[4 * i + size_t(j)] = m(rank, i, j);
-  for (size_t i = 0; i < n; ++i) {  // sequential reference M_0 * M_1 * ... * M_{p-1}
-    uint32_t acc[4] = {m(0, i, 0), m(0, i, 1), m(0, i, 2), m(0, i, 3)};
-    for (int r = 1; r < size; ++r) {
-      uint32_t b[4] = {m(r, i, 0), m(r, i, 1), m(r, i, 2), m(r, i, 3)};
-      int one = 1;
-      matmul(acc, b, &one, nullptr);
-      std::memcpy(acc, b, sizeof acc);
-    }
-    std::memcpy(&expect[4 * i], acc, sizeof acc);
-  }
+  for (size_t i = 0; i < n; ++i) sequential_product([&](int r, int j) { return m(r, i, j); }, &expect[4 * i]);
   const int rc = e.fn(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
@@ -292,14 +297,7 @@ void noncommutative_reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Dat
     for (int j = 0; j < 4; ++j) send[4 * i + size_t(j)] = m(rank, i, j);
   for (size_t k = 0; k < n; ++k) {
     const size_t i = size_t(rank) * n + k;  // element of this rank's block
-    uint32_t acc[4] = {m(0, i, 0), m(0, i, 1), m(0, i, 2), m(0, i, 3)};
-    for (int r = 1; r < size; ++r) {
-      uint32_t b[4] = {m(r, i, 0), m(r, i, 1), m(r, i, 2), m(r, i, 3)};
-      int one = 1;
-      matmul(acc, b, &one, nullptr);
-      std::memcpy(acc, b, sizeof acc);
-    }
-    std::memcpy(&expect[4 * k], acc, sizeof acc);
+    sequential_product([&](int r, int j) { return m(r, i, j); }, &expect[4 * k]);
   }
   const int rc = e.fn(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
   ++cases;

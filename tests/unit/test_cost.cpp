@@ -17,37 +17,15 @@
 
 #include "cost.h"
 #include "instantiate.h"
+#include "library.h"
 #include "sema.h"
 
 namespace {
 
 using namespace bine;
+using namespace bine::test;
 
-const Program& library() {
-  static Program prog;
-  static bool loaded = false;
-  if (!loaded) {
-    DiagnosticSink d;
-    const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
-    REQUIRE(load_program({dir + "bine_allreduce.bine", dir + "bine_bcast.bine", dir + "baselines.bine",
-                          dir + "bine_butterfly.bine", dir + "mpich.bine", dir + "mpich_allgather.bine"},
-                         prog, d));
-    loaded = true;
-  }
-  return prog;
-}
 
-Schedule inst(const std::string& name, int64_t p, int64_t root = 0) {
-  for (const ScheduleDecl& s : library().schedules)
-    if (s.name == name) {
-      Schedule out;
-      DiagnosticSink d;
-      REQUIRE(instantiate(library(), s, {p, root, s.uses_commutative_requirement}, out, d) == InstStatus::ok);
-      return out;
-    }
-  FAIL("no schedule " << name);
-  std::abort();
-}
 
 int64_t oracle_floor_log2(int64_t p) {
   int64_t k = 0;

@@ -9,39 +9,15 @@
 #include <string>
 
 #include "instantiate.h"
+#include "library.h"
 #include "sema.h"
 
 namespace {
 
 using namespace bine;
+using namespace bine::test;
 
-const Program& lib() {
-  static Program prog;
-  static bool loaded = false;
-  if (!loaded) {
-    DiagnosticSink d;
-    const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
-    std::vector<std::string> files;
-    for (const char* f : {"baselines.bine", "bine_allreduce.bine", "bine_bcast.bine", "bine_butterfly.bine",
-                          "bine_tree.bine", "bine_large.bine", "alltoall.bine"})
-      files.push_back(dir + f);
-    REQUIRE(load_program(files, prog, d));
-    loaded = true;
-  }
-  return prog;
-}
 
-Schedule inst(const std::string& name, int64_t p, int64_t root = 0) {
-  for (const ScheduleDecl& s : lib().schedules)
-    if (s.name == name) {
-      Schedule out;
-      DiagnosticSink d;
-      REQUIRE(instantiate(lib(), s, {p, root, false}, out, d) == InstStatus::ok);
-      return out;
-    }
-  FAIL("no schedule " << name);
-  std::abort();
-}
 
 struct Counts {
   int64_t messages = 0, blocks = 0;

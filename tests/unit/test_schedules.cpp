@@ -9,38 +9,17 @@
 #include <string>
 
 #include "instantiate.h"
+#include "library.h"
 #include "sema.h"
 #include "verify.h"
 
 namespace {
 
 using namespace bine;
+using namespace bine::test;
 
-const Program& library() {
-  static Program prog;
-  static bool loaded = false;
-  if (!loaded) {
-    DiagnosticSink d;
-    const std::string dir = BINE_SOURCE_DIR "/dsl/lib/";
-    REQUIRE(load_program({dir + "bine_allreduce.bine", dir + "bine_bcast.bine", dir + "baselines.bine"}, prog, d));
-    loaded = true;
-  }
-  return prog;
-}
 
-const ScheduleDecl& sched(const std::string& name) {
-  for (const ScheduleDecl& s : library().schedules)
-    if (s.name == name) return s;
-  FAIL("no schedule " << name);
-  std::abort();
-}
 
-Schedule inst(const std::string& name, int64_t p, int64_t root = 0) {
-  Schedule s;
-  DiagnosticSink d;
-  REQUIRE(instantiate(library(), sched(name), {p, root, false}, s, d) == InstStatus::ok);
-  return s;
-}
 
 // rho(s) = sum_{i=0..s} (-2)^i, from the definition.
 int64_t oracle_rho(int64_t s) {

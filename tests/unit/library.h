@@ -1,0 +1,18 @@
+// The shipped schedule library (every dsl/lib/*.bine), loaded once for the unit tests.
+#pragma once
+#include <string>
+
+#include "instantiate.h"
+#include "sema.h"
+
+namespace bine::test {
+
+/// Every file of dsl/lib, in name order; a load error fails the test.
+const Program& library();
+/// The schedule named `name`; fails the test when there is none.
+const ScheduleDecl& sched(const std::string& name);
+/// The instance for p and root, with `commutative` as `bine-cc schedule` sets it
+/// (default_commutative); fails the test unless instantiation succeeds.
+Schedule inst(const std::string& name, int64_t p, int64_t root = 0);
+
+}  // namespace bine::test
