@@ -64,8 +64,10 @@ void fail(const std::string& what) {
   if (failures < 20) std::fprintf(stderr, "rank %d: FAIL %s\n", rank, what.c_str());
 }
 
+/// Element counts for the vector collectives: issue 2's {0, 1, 7, 1000, not divisible by p}
+/// and issue 3's {13, 4096 + 3}.
 std::vector<size_t> counts() {
-  return {0, 1, 7, 1000, size_t(3 * size + 1)};
+  return {0, 1, 7, 13, 1000, 4096 + 3, size_t(3 * size + 1)};
 }
 
 template <class T>
