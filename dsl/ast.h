@@ -67,6 +67,15 @@ struct Stmt {
   int phase_id = -1;         ///< phase / mirror: id; mirror: phase_id of the mirrored phase in `mirror_of`
   int mirror_of = -1;
   int target = -1;           ///< use: index of the composed schedule in Program::schedules
+  /// use: `phase NAME = SCHEDULE(param = EXPR, ...)`, the used schedule's params set by the
+  /// caller (evaluated in the caller's scope; `param` indexes the used schedule's params).
+  struct Override {
+    std::string name;
+    Span span;
+    ExprPtr value;
+    int param = -1;
+  };
+  std::vector<Override> overrides;
   bool in_fn = false;        ///< a statement of a fn body: `slot` indexes the fn's frame
 };
 

@@ -267,7 +267,7 @@ class Parser {
   //       | 'send' set 'to' expr | 'recv' set 'from' expr ['reduce' | 'copy']
   //       | 'exchange' set '/' set 'with' expr ['reduce' | 'copy']
   //       | 'permute' IDENT '->' expr | 'round' block
-  //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')' | '=' IDENT)   (top level only)
+  //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')' | '=' IDENT ['(' [IDENT '=' expr {',' IDENT '=' expr}] ')'])   (top level only)
   StmtPtr stmt(bool top) {
     if (++stmt_depth_ > kMaxDepth) {
       error_here("statements nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
@@ -398,6 +398,25 @@ class Parser {
             s->c->kind = ExprKind::name;
             s->c->span = cur().span;
             ++pos_;
+            // phase NAME = SCHEDULE(param = EXPR, ...): the used schedule's params set here
+            if (accept(Tok::lparen)) {
+              if (!at(Tok::rparen)) {
+                do {
+                  if (!at(Tok::ident)) {
+                    error_here("expected the name of a parameter of schedule '" + s->other + "', found " + describe(cur()));
+                    return fail();
+                  }
+                  Stmt::Override ov;
+                  ov.name = cur().text;
+                  ov.span = cur().span;
+                  ++pos_;
+                  if (!expect(Tok::assign, "after the parameter name (write NAME = VALUE)")) return fail();
+                  if (!(ov.value = expr())) return fail();
+                  s->overrides.push_back(std::move(ov));
+                } while (accept(Tok::comma));
+              }
+              if (!expect(Tok::rparen, "after the parameter values")) return fail();
+            }
             s->span = span_from(s->span);
             return s;
           }

@@ -437,6 +437,7 @@ class Sema {
                                          " schedule '" + t.name + "', which reduces, in a " + collective_name(sched_->collective) + " schedule");
           st.target = found;
         }
+        check_overrides(st, found);
         st.communicates = true;
         return;
       }
@@ -456,6 +457,51 @@ class Sema {
         return;
       }
     }
+  }
+  /// `phase NAME = SCHEDULE(k = EXPR, ...)`: each name must be a parameter of the used
+  /// schedule, given once; each value an int expression of literals, p, r, root,
+  /// commutative, the caller's params and fns (it is evaluated before the caller's body, in
+  /// generated code, to check the used schedule's requirements up front).
+  void check_overrides(Stmt& st, int target) {
+    for (size_t i = 0; i < st.overrides.size(); ++i) {
+      Stmt::Override& ov = st.overrides[i];
+      const Type t = check_expr(*ov.value);
+      if (t != Type::integer && t != Type::error)
+        diags_.error(ov.value->span, "the value of parameter '" + ov.name + "' must be an int, not " + type_name(t));
+      if (t == Type::integer) {
+        const Expr* bad = non_param_name(*ov.value);
+        if (bad)
+          diags_.error(bad->span, "'" + bad->name + "' is not a parameter of schedule '" + sched_->name +
+                                      "': the value of a composed schedule's parameter may only use literals, p, r, root, "
+                                      "commutative, this schedule's params and fns");
+      }
+      for (size_t j = 0; j < i; ++j)
+        if (st.overrides[j].name == ov.name) {
+          Diagnostic& d = diags_.error(ov.span, "parameter '" + ov.name + "' is given twice");
+          add_note(d, st.overrides[j].span, "first given here");
+        }
+      if (target < 0) continue;
+      const ScheduleDecl& t2 = prog_.schedules[size_t(target)];
+      for (size_t k = 0; k < t2.params.size(); ++k)
+        if (t2.params[k].name == ov.name) ov.param = int(k);
+      if (ov.param < 0) {
+        std::string have;
+        for (const Param& pr : t2.params) have += (have.empty() ? "" : ", ") + pr.name;
+        diags_.error(ov.span, "schedule '" + t2.name + "' has no parameter '" + ov.name + "' (" +
+                                  (have.empty() ? std::string("it has no params") : "its params: " + have) + ")");
+      }
+    }
+  }
+  /// The first name in `e` that is a variable other than one of the schedule's params.
+  const Expr* non_param_name(const Expr& e) const {
+    if (e.kind == ExprKind::name && e.ref == NameKind::slot) {
+      bool is_param = false;
+      for (const Param& pr : sched_->params) is_param |= pr.slot == e.slot;
+      if (!is_param) return &e;
+    }
+    for (const ExprPtr& k : e.kids)
+      if (const Expr* b = non_param_name(*k)) return b;
+    return nullptr;
   }
   struct PhaseInfo { int id; bool mirror; Span at; };
   void declare_phase(Stmt& st) {

@@ -233,6 +233,9 @@ class RankRun {
         // and blocks. Its `fold` is not applied (the caller's governs); its `requires`
         // must hold and its block count must equal the caller's.
         const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
+        // Parameter values set by this call, evaluated in the caller's scope.
+        std::vector<std::pair<int, int64_t>> given;
+        for (const Stmt::Override& ov : s.overrides) given.emplace_back(ov.param, eval_int(*ov.value, ov.value->span));
         const ScheduleDecl* saved_sd = sd_;
         std::vector<Value> saved_slots = std::move(slots_);
         std::vector<std::pair<size_t, size_t>> saved_phases = std::move(phase_rounds_);
@@ -242,7 +245,11 @@ class RankRun {
         phase_rounds_.assign(size_t(t.num_phases), {0, 0});
         phase_name_ = s.name;
         const size_t start = rounds.size();
-        for (const Param& pr : t.params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
+        for (size_t k = 0; k < t.params.size(); ++k) {
+          const Param& pr = t.params[k];
+          const auto g = std::find_if(given.begin(), given.end(), [&](const auto& v) { return v.first == int(k); });
+          slots_[size_t(pr.slot)].i = g != given.end() ? g->second : eval_int(*pr.init, pr.span);
+        }
         for (const ExprPtr& e : t.requires_)
           if (!eval_int(*e, e->span))
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + source_text(e->span) +

@@ -114,11 +114,12 @@ class Emitter {
     o << ind << "const int64_t root_ = cx.root();\n";
     o << ind << "const bool commutative = cx.commutative();\n";
     o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
-    for (const Param& pr : sd_.params)
-      o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
+    // Top-level fns first: params may call them (they cannot see params).
     const std::vector<bool> used = used_top_fns();
     for (size_t i = 0; i < prog_.fns.size(); ++i)
       if (used[i]) fn(prog_.fns[i], ind);
+    for (const Param& pr : sd_.params)
+      o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
     for (const FnDecl& f : sd_.fns) fn(f, ind);
     for (const ExprPtr& e : sd_.requires_)
       o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires\n";
@@ -127,17 +128,7 @@ class Emitter {
     o << ind << "cx.set_blocks(B);\n";
     // The requirements of composed schedules, checked here on every rank, before the
     // fold's prologue: a false one must fail everywhere, not strand the ranks that sit out.
-    for (const ScheduleDecl* t : composed_targets()) {
-      if (t->requires_.empty() && !t->blocks) continue;
-      o << ind << "{  // requires of composed schedule " << t->name << "\n";
-      const std::string in = ind + "  ";
-      for (const Param& pr : t->params)
-        o << in << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
-      for (const FnDecl& f : t->fns) fn(f, in);
-      for (const ExprPtr& e : t->requires_) o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
-      if (t->blocks) o << in << "if ((" << expr(*t->blocks) << ") != B) return MPI_ERR_OTHER;\n";
-      o << ind << "}\n";
-    }
+    precheck_uses(sd_.body, ind);
     if (sd_.fold) {
       o << "  if ((rc = cx.fold_prologue()) != MPI_SUCCESS) return rc;\n";
       o << "  if (cx.active()) {\n";
@@ -153,26 +144,42 @@ class Emitter {
  private:
   /// Top-level fns the schedule calls, directly, through its own fns, through composed
   /// schedules, or through other fns (only those are emitted).
-  /// Schedules composed with `phase NAME = SCHEDULE`, transitively, in first-use order.
-  std::vector<const ScheduleDecl*> composed_targets() const {
-    std::vector<const ScheduleDecl*> out;
-    std::vector<const Block*> todo{&sd_.body};
-    while (!todo.empty()) {
-      const Block* b = todo.back();
-      todo.pop_back();
-      for (const StmtPtr& st : *b) {
-        if (st->kind == StmtKind::use && st->target >= 0) {
-          const ScheduleDecl* t = &prog_.schedules[size_t(st->target)];
-          if (std::find(out.begin(), out.end(), t) == out.end()) {
-            out.push_back(t);
-            todo.push_back(&t->body);
-          }
-        }
-        todo.push_back(&st->body);
-        todo.push_back(&st->else_body);
-      }
-    }
+  /// The `phase NAME = SCHEDULE(...)` statements of a body, in order (phases are top level).
+  static std::vector<const Stmt*> uses_in(const Block& b) {
+    std::vector<const Stmt*> out;
+    for (const StmtPtr& st : b)
+      if (st->kind == StmtKind::use && st->target >= 0) out.push_back(st.get());
     return out;
+  }
+  /// The parameter values of a use: overrides into temporaries (evaluated in the caller's
+  /// scope, before the used schedule's names shadow it), then the used schedule's params.
+  void use_params(const Stmt& use, const ScheduleDecl& t, const std::string& in) {
+    for (size_t i = 0; i < use.overrides.size(); ++i)
+      *out_ << in << "const int64_t bine_set_" << i << " = " << expr(*use.overrides[i].value) << ";  // " << t.name << "("
+         << use.overrides[i].name << " = ...)\n";
+    for (size_t k = 0; k < t.params.size(); ++k) {
+      const Param& pr = t.params[k];
+      std::string value = expr(*pr.init);
+      for (size_t i = 0; i < use.overrides.size(); ++i)
+        if (use.overrides[i].param == int(k)) value = "bine_set_" + std::to_string(i);
+      *out_ << in << "const int64_t " << mangle(pr.name) << " = " << value << ";  // params\n";
+      *out_ << in << "(void)" << mangle(pr.name) << ";\n";
+    }
+  }
+  /// The requirements and block counts of composed schedules, checked up front, nested so
+  /// that a use inside a used schedule sees that schedule's params.
+  void precheck_uses(const Block& body, const std::string& ind) {
+    for (const Stmt* use : uses_in(body)) {
+      const ScheduleDecl& t = prog_.schedules[size_t(use->target)];
+      *out_ << ind << "{  // requires of composed schedule " << t.name << " (phase " << use->name << ")\n";
+      const std::string in = ind + "  ";
+      use_params(*use, t, in);
+      for (const FnDecl& f : t.fns) fn(f, in);
+      for (const ExprPtr& e : t.requires_) *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
+      if (t.blocks) *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;\n";
+      precheck_uses(t.body, in);
+      *out_ << ind << "}\n";
+    }
   }
   /// Every expression of a block, nested statements included.
   static void exprs_of(const Block& b, std::vector<const Expr*>& out) {
@@ -203,6 +210,7 @@ class Emitter {
         for (const StmtPtr& st : *b) {
           for (const Expr* e : {st->a.get(), st->b.get(), st->c.get()})
             if (e) work.push_back(e);
+          for (const Stmt::Override& ov : st->overrides) work.push_back(ov.value.get());
           blocks.push_back(&st->body);
           blocks.push_back(&st->else_body);
           if (st->kind == StmtKind::use && st->target >= 0) {
@@ -340,8 +348,7 @@ class Emitter {
         o << ind << "cx.begin_phase(" << phase_base_ + s.phase_id << ");\n";
         o << ind << "{\n";
         const std::string in = ind + "  ";
-        for (const Param& pr : t.params)
-          o << in << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
+        use_params(s, t, in);
         for (const FnDecl& f : t.fns) fn(f, in);
         for (const ExprPtr& e : t.requires_)
           o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires of " << t.name << "\n";
