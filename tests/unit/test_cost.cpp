@@ -384,7 +384,7 @@ TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive d
       {7, 10, 1, 47.0, 0.05},      {13, 1, 0.1, 10.4, 0.05},  {15, 0.1, 0.01, 5.54, 0.005}, {15, 1, 0.1, 10.4, 0.05},
       {23, 0.1, 0.01, 6.65, 0.005}, {23, 1, 0.1, 12.5, 0.05}};
   const uint64_t m = 1000;
-  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat"})
+  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat"})
     for (const Row& row : rows) {
       CAPTURE(name);
       CAPTURE(row.p);
@@ -416,6 +416,108 @@ TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive d
     CHECK(r.makespan == doctest::Approx(mp.formula));
     CHECK(r.makespan == doctest::Approx(7 + 7 * mp.bm + 6 * mp.gm));
     CHECK(std::fabs(r.makespan - mp.printed) > 0.09 * mp.bm);
+  }
+}
+
+TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-1 elimination with halving), printed values") {
+  // Same legend as above; m = 1024 one-byte elements so that every block of the p' blocks
+  // is whole. Rows of lines 142-165 whose fourth column survived the text extraction. The
+  // paper rounds each term and then the sum (p = 63, L: 12 + 29.4 + 1.47 = 42.9 where the
+  // exact value is 42.84), so the tolerance is one unit of the last printed digit.
+  struct Row {
+    int64_t p;
+    double bm, gm, printed, tol;
+  };
+  const std::vector<Row> rows = {
+      {3, 0.1, 0.01, 4.21, 0.01},  {3, 1, 0.1, 6.10, 0.01},     {3, 10, 1, 25.0, 0.1},   {5, 0.1, 0.01, 6.26, 0.01},
+      {5, 1, 0.1, 8.63, 0.01},     {5, 10, 1, 32.3, 0.1},       {7, 0.1, 0.01, 6.26, 0.01}, {7, 1, 0.1, 8.63, 0.01},
+      {7, 10, 1, 32.3, 0.1},       {13, 0.1, 0.01, 8.29, 0.01}, {13, 1, 0.1, 10.9, 0.1},  {13, 10, 1, 36.9, 0.1},
+      {15, 0.1, 0.01, 8.29, 0.01}, {15, 1, 0.1, 10.9, 0.1},     {15, 10, 1, 36.9, 0.1},   {23, 0.1, 0.01, 10.3, 0.1},
+      {23, 1, 0.1, 13.0, 0.1},     {23, 10, 1, 40.2, 0.1},      {63, 0.1, 0.01, 12.3, 0.1}, {63, 1, 0.1, 15.1, 0.1},
+      {63, 10, 1, 42.9, 0.1},      {63, 100, 10, 321., 1}};
+  const uint64_t m = 1024;
+  for (const Row& row : rows) {
+    CAPTURE(row.p);
+    CAPTURE(row.bm);
+    CostParams c;
+    c.alpha = 1;
+    c.beta = row.bm / double(m);
+    c.gamma = row.gm / double(m);
+    const CostResult r = run(inst("rt_allreduce", row.p), m, 1, c);
+    REQUIRE(r.ok);
+    CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+    // and the formula of line 178: 2 ceil(lg p) alpha + 2 m (1.5 - 1/p') beta + m (1.5 - 1/p') gamma
+    const double pv = double(int64_t(1) << oracle_floor_log2(row.p));
+    CHECK(r.makespan == doctest::Approx(2 * double(oracle_ceil_log2(row.p)) + 2 * (1.5 - 1 / pv) * row.bm + (1.5 - 1 / pv) * row.gm));
+  }
+}
+
+TEST_CASE("[RT] Table 1, column 'Ring, bw-opt.': rt_ring_allreduce (ring reduce-scatter + Bruck allgather), printed values") {
+  // The rows of lines 142-165 whose third column survived the text extraction; m = 1024 p
+  // one-byte elements (whole blocks); tolerance one unit of the last printed digit.
+  struct Row {
+    int64_t p;
+    double bm, gm, printed, tol;
+  };
+  const std::vector<Row> rows = {{3, 0.1, 0.01, 4.14, 0.01},   {3, 1, 0.1, 5.40, 0.01},   {3, 10, 1, 18.0, 0.1},
+                                 {5, 0.1, 0.01, 7.17, 0.01},   {5, 1, 0.1, 8.68, 0.01},   {5, 10, 1, 23.8, 0.1},
+                                 {7, 0.1, 0.01, 9.18, 0.01},   {7, 10, 1, 27.0, 0.1},     {13, 0.1, 0.01, 16.2, 0.1},
+                                 {13, 10, 1, 35.4, 0.1},       {15, 10, 1, 37.6, 0.1},    {23, 100, 10, 228., 1},
+                                 {63, 100, 10, 275., 1}};
+  for (const Row& row : rows) {
+    CAPTURE(row.p);
+    CAPTURE(row.bm);
+    const uint64_t m = 1024 * uint64_t(row.p);
+    CostParams c;
+    c.alpha = 1;
+    c.beta = row.bm / double(m);
+    c.gamma = row.gm / double(m);
+    const CostResult r = run(inst("rt_ring_allreduce", row.p), m, 1, c);
+    REQUIRE(r.ok);
+    CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+    const double P = double(row.p);
+    CHECK(r.makespan == doctest::Approx(double(oracle_ceil_log2(row.p)) + P - 1 + 2 * row.bm * (1 - 1 / P) + row.gm * (1 - 1 / P)));
+  }
+}
+
+TEST_CASE("[RT] line 35 and Sec. 4: the extra data of non-power-of-two p drops from 2m (2-1 fold) to 2 m/2^(n+1)") {
+  // p = 2^n q, q odd > 1, p' = 2^floor(lg p). A power-of-two butterfly moves 2m(1 - 1/p')
+  // bytes along the critical path (reduce-scatter and allgather, m(1 - 1/p') each) and
+  // reduces m(1 - 1/p'). The 2-1 fold (rabenseifner_allreduce) adds m to each half (the
+  // whole vector before and after); rt_allreduce adds m/2^(n+1) to each, so its time is
+  // below (1 + 1/2^(n+1))(2 m beta + m gamma) (Sec. 4). Checked on the critical path of
+  // the cost model and by counting the bytes each rank sends in the instance.
+  for (int64_t p = 3; p <= 96; ++p) {
+    if (oracle_is_pow2(p)) continue;
+    CAPTURE(p);
+    int64_t n = 0;
+    while (((p >> n) & 1) == 0) ++n;
+    const int64_t pv = int64_t(1) << oracle_floor_log2(p);
+    const uint64_t m = uint64_t(pv) * 64;  // elements = bytes
+    CostParams c;
+    c.alpha = 0;
+    c.beta = 1.0 / 1024;
+    c.gamma = 1.0 / 4096;
+    const double base = double(m) * (1 - 1 / double(pv));
+    const double extra_rt = double(m) / double(int64_t(1) << (n + 1));
+    const CostResult rt = run(inst("rt_allreduce", p), m, 1, c);
+    const CostResult fold = run(inst("rabenseifner_allreduce", p), m, 1, c);
+    REQUIRE(rt.ok);
+    REQUIRE(fold.ok);
+    CHECK(rt.critical.coef_beta == doctest::Approx(2 * (base + extra_rt)));
+    CHECK(rt.critical.coef_gamma == doctest::Approx(base + extra_rt));
+    CHECK(fold.critical.coef_beta == doctest::Approx(2 * (base + double(m))));
+    CHECK(fold.critical.coef_gamma == doctest::Approx(base + double(m)));
+    CHECK(rt.makespan < (1 + 1.0 / double(int64_t(1) << (n + 1))) * (2 * double(m) * c.beta + double(m) * c.gamma));
+    // Bytes in the instance: no rank sends more than 2(base + m/2^(n+1)); with the fold,
+    // a rank that stays sends 2 base + m (its epilogue), and one that sits out sends m.
+    uint64_t rt_max = 0, fold_max = 0;
+    for (const RankCost& rc : rt.ranks) {
+      rt_max = std::max(rt_max, rc.bytes_sent);
+    }
+    for (const RankCost& rc : fold.ranks) fold_max = std::max(fold_max, rc.bytes_sent);
+    CHECK(double(rt_max) <= 2 * (base + extra_rt));
+    CHECK(double(fold_max) == doctest::Approx(2 * base + double(m)));
   }
 }
 
