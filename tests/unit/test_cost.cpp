@@ -371,29 +371,36 @@ TEST_CASE("Bruck allgather: per-rank totals, counted independently, and the one-
   }
 }
 
+/// One printed entry of [RT] Table 1 (lines 142-167): p, beta m and gamma m in units of
+/// alpha (legend: S 0.1/0.01, M 1/0.1, L 10/1, XL 100/10), the printed time, the tolerance.
+struct T1Row {
+  int64_t p;
+  double bm, gm, printed, tol;
+};
+/// `name` at row.p for m one-byte elements, alpha = 1 and beta, gamma set from the row.
+CostResult table1_run(const char* name, const T1Row& row, uint64_t m) {
+  CostParams c;
+  c.alpha = 1;
+  c.beta = row.bm / double(m);
+  c.gamma = row.gm / double(m);
+  return run(inst(name, row.p), m, 1, c);
+}
+
 TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
   // Times in units of alpha; S: beta m = 0.1, gamma m = 0.01; M: 1 and 0.1; L: 10 and 1;
   // XL: 100 and 10 (legend, lines 166-167). m = 1000 one-byte elements.
-  struct Row {
-    int64_t p;
-    double bm, gm, printed, tol;
-  };
-  const std::vector<Row> rows = {
+  const std::vector<T1Row> rows = {
       {3, 0.1, 0.01, 3.32, 0.005}, {3, 1, 0.1, 6.20, 0.005},  {3, 10, 1, 35.0, 0.05},   {5, 0.1, 0.01, 4.43, 0.005},
       {5, 1, 0.1, 8.30, 0.005},    {5, 10, 1, 47.0, 0.05},    {7, 0.1, 0.01, 4.43, 0.005}, {7, 1, 0.1, 8.30, 0.005},
       {7, 10, 1, 47.0, 0.05},      {13, 1, 0.1, 10.4, 0.05},  {15, 0.1, 0.01, 5.54, 0.005}, {15, 1, 0.1, 10.4, 0.05},
       {23, 0.1, 0.01, 6.65, 0.005}, {23, 1, 0.1, 12.5, 0.05}};
   const uint64_t m = 1000;
   for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat"})
-    for (const Row& row : rows) {
+    for (const T1Row& row : rows) {
       CAPTURE(name);
       CAPTURE(row.p);
       CAPTURE(row.bm);
-      CostParams c;
-      c.alpha = 1;
-      c.beta = row.bm / double(m);
-      c.gamma = row.gm / double(m);
-      const CostResult r = run(inst(name, row.p), m, 1, c);
+      const CostResult r = table1_run(name, row, m);
       REQUIRE(r.ok);
       CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
     }
@@ -424,11 +431,7 @@ TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-
   // is whole. Rows of lines 142-165 whose fourth column survived the text extraction. The
   // paper rounds each term and then the sum (p = 63, L: 12 + 29.4 + 1.47 = 42.9 where the
   // exact value is 42.84), so the tolerance is one unit of the last printed digit.
-  struct Row {
-    int64_t p;
-    double bm, gm, printed, tol;
-  };
-  const std::vector<Row> rows = {
+  const std::vector<T1Row> rows = {
       {3, 0.1, 0.01, 4.21, 0.01},  {3, 1, 0.1, 6.10, 0.01},     {3, 10, 1, 25.0, 0.1},   {5, 0.1, 0.01, 6.26, 0.01},
       {5, 1, 0.1, 8.63, 0.01},     {5, 10, 1, 32.3, 0.1},       {7, 0.1, 0.01, 6.26, 0.01}, {7, 1, 0.1, 8.63, 0.01},
       {7, 10, 1, 32.3, 0.1},       {13, 0.1, 0.01, 8.29, 0.01}, {13, 1, 0.1, 10.9, 0.1},  {13, 10, 1, 36.9, 0.1},
@@ -436,14 +439,10 @@ TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-
       {23, 1, 0.1, 13.0, 0.1},     {23, 10, 1, 40.2, 0.1},      {63, 0.1, 0.01, 12.3, 0.1}, {63, 1, 0.1, 15.1, 0.1},
       {63, 10, 1, 42.9, 0.1},      {63, 100, 10, 321., 1}};
   const uint64_t m = 1024;
-  for (const Row& row : rows) {
+  for (const T1Row& row : rows) {
     CAPTURE(row.p);
     CAPTURE(row.bm);
-    CostParams c;
-    c.alpha = 1;
-    c.beta = row.bm / double(m);
-    c.gamma = row.gm / double(m);
-    const CostResult r = run(inst("rt_allreduce", row.p), m, 1, c);
+    const CostResult r = table1_run("rt_allreduce", row, m);
     REQUIRE(r.ok);
     CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
     // and the formula of line 178: 2 ceil(lg p) alpha + 2 m (1.5 - 1/p') beta + m (1.5 - 1/p') gamma
@@ -455,24 +454,16 @@ TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-
 TEST_CASE("[RT] Table 1, column 'Ring, bw-opt.': rt_ring_allreduce (ring reduce-scatter + Bruck allgather), printed values") {
   // The rows of lines 142-165 whose third column survived the text extraction; m = 1024 p
   // one-byte elements (whole blocks); tolerance one unit of the last printed digit.
-  struct Row {
-    int64_t p;
-    double bm, gm, printed, tol;
-  };
-  const std::vector<Row> rows = {{3, 0.1, 0.01, 4.14, 0.01},   {3, 1, 0.1, 5.40, 0.01},   {3, 10, 1, 18.0, 0.1},
+  const std::vector<T1Row> rows = {{3, 0.1, 0.01, 4.14, 0.01},   {3, 1, 0.1, 5.40, 0.01},   {3, 10, 1, 18.0, 0.1},
                                  {5, 0.1, 0.01, 7.17, 0.01},   {5, 1, 0.1, 8.68, 0.01},   {5, 10, 1, 23.8, 0.1},
                                  {7, 0.1, 0.01, 9.18, 0.01},   {7, 10, 1, 27.0, 0.1},     {13, 0.1, 0.01, 16.2, 0.1},
                                  {13, 10, 1, 35.4, 0.1},       {15, 10, 1, 37.6, 0.1},    {23, 100, 10, 228., 1},
                                  {63, 100, 10, 275., 1}};
-  for (const Row& row : rows) {
+  for (const T1Row& row : rows) {
     CAPTURE(row.p);
     CAPTURE(row.bm);
     const uint64_t m = 1024 * uint64_t(row.p);
-    CostParams c;
-    c.alpha = 1;
-    c.beta = row.bm / double(m);
-    c.gamma = row.gm / double(m);
-    const CostResult r = run(inst("rt_ring_allreduce", row.p), m, 1, c);
+    const CostResult r = table1_run("rt_ring_allreduce", row, m);
     REQUIRE(r.ok);
     CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
     const double P = double(row.p);
