@@ -114,6 +114,9 @@ struct ScheduleDecl {
   Collective collective = Collective::allreduce;
   std::vector<ExprPtr> requires_;
   ExprPtr blocks;          ///< null: `blocks p`
+  /// `segment E`: messages of the schedule's rounds are sent in pieces of at most E bytes
+  /// (whole elements, at least one), each reduced as it arrives; 0 or null: unsegmented.
+  ExprPtr segment;
   Span fold_span;
   bool fold = false;       ///< `fold`: two-one elimination around the body
   std::vector<Param> params;

@@ -20,6 +20,7 @@ const char* tok_name(Tok t) {
     case Tok::kw_blocks: return "'blocks'";
     case Tok::kw_params: return "'params'";
     case Tok::kw_fold: return "'fold'";
+    case Tok::kw_segment: return "'segment'";
     case Tok::kw_let: return "'let'";
     case Tok::kw_var: return "'var'";
     case Tok::kw_fn: return "'fn'";
@@ -92,7 +93,7 @@ const std::unordered_map<std::string, Tok>& keywords() {
   static const std::unordered_map<std::string, Tok> k = {
       {"schedule", Tok::kw_schedule}, {"implements", Tok::kw_implements},
       {"requires", Tok::kw_requires}, {"blocks", Tok::kw_blocks},
-      {"params", Tok::kw_params},     {"fold", Tok::kw_fold},
+      {"params", Tok::kw_params},     {"fold", Tok::kw_fold}, {"segment", Tok::kw_segment},
       {"let", Tok::kw_let},           {"var", Tok::kw_var},
       {"fn", Tok::kw_fn},             {"for", Tok::kw_for},
       {"in", Tok::kw_in},             {"if", Tok::kw_if},

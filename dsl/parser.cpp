@@ -82,7 +82,8 @@ class Parser {
   }
   /// Keywords that only start a schedule item ('requires', 'blocks', ...), not a statement.
   bool at_item_keyword() const {
-    return at(Tok::kw_requires) || at(Tok::kw_blocks) || at(Tok::kw_fold) || at(Tok::kw_params) || at(Tok::kw_fn);
+    return at(Tok::kw_requires) || at(Tok::kw_blocks) || at(Tok::kw_fold) || at(Tok::kw_params) || at(Tok::kw_fn) ||
+           at(Tok::kw_segment);
   }
   Span span_from(const Span& b) const {
     Span s = b;
@@ -114,6 +115,7 @@ class Parser {
         case Tok::kw_let: case Tok::kw_var: case Tok::kw_for: case Tok::kw_if: case Tok::kw_send:
         case Tok::kw_recv: case Tok::kw_exchange: case Tok::kw_phase: case Tok::kw_schedule:
         case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn: case Tok::kw_fold: case Tok::kw_params:
+        case Tok::kw_segment:
           if (depth == 0) return;
           break;
         case Tok::ident: case Tok::integer: case Tok::lparen: case Tok::kw_else: case Tok::kw_true:
@@ -200,8 +202,8 @@ class Parser {
     while (!at(Tok::eof) && !at(Tok::kw_schedule)) ++pos_;
   }
 
-  // item := 'requires' expr | 'blocks' expr | 'fold' | 'params' '{' {IDENT '=' expr [',']} '}'
-  //       | fn_decl | stmt
+  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'fold'
+  //       | 'params' '{' {IDENT '=' expr [',']} '}' | fn_decl | stmt
   void item(ScheduleDecl& s) {
     if (accept(Tok::kw_requires)) {
       if (ExprPtr e = expr()) s.requires_.push_back(std::move(e)); else synchronize();
@@ -211,6 +213,12 @@ class Parser {
       ++pos_;
       if (s.blocks) diags_.error(b, "duplicate 'blocks' declaration");
       if (ExprPtr e = expr()) s.blocks = std::move(e); else synchronize();
+      accept(Tok::semi);
+    } else if (at(Tok::kw_segment)) {
+      const Span b = cur().span;
+      ++pos_;
+      if (s.segment) diags_.error(b, "duplicate 'segment' declaration");
+      if (ExprPtr e = expr()) s.segment = std::move(e); else synchronize();
       accept(Tok::semi);
     } else if (at(Tok::kw_fold)) {
       if (s.fold) diags_.error(cur().span, "duplicate 'fold' declaration");

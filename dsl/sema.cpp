@@ -271,6 +271,10 @@ class Sema {
       const Type t = check_expr(*s.blocks);
       if (t != Type::integer && t != Type::error) diags_.error(s.blocks->span, std::string("'blocks' needs an int block count, not ") + type_name(t));
     }
+    if (s.segment) {
+      const Type t = check_expr(*s.segment);
+      if (t != Type::integer && t != Type::error) diags_.error(s.segment->span, std::string("'segment' needs an int size in bytes, not ") + type_name(t));
+    }
     // Params and the top-level statements share one scope (generated code declares them
     // side by side), so a top-level 'let' cannot reuse a parameter's name.
     for (StmtPtr& st : s.body) check_stmt(*st, /*round_level=*/true, /*in_round=*/false, /*top=*/true);

@@ -26,6 +26,7 @@ struct Message {
   int64_t src = 0, dst = 0, round = 0;
   int64_t send_index = 0;  ///< posting position among the sender's ops in the round
   uint64_t elements = 0, bytes = 0;
+  uint64_t pieces = 1;     ///< segments it travels as (the round's `segment` size)
   bool bidirectional = false, local = false;
   double cost = 0;
   // simulation state
@@ -131,6 +132,31 @@ class Simulator {
     return true;
   }
 
+  /// Elements per message piece in round t: the round's `segment` size in whole elements
+  /// (at least one); unsegmented rounds: the whole message.
+  uint64_t piece_elements(int64_t t) const {
+    const int64_t seg = size_t(t) < s_.round_segments.size() ? s_.round_segments[size_t(t)] : 0;
+    if (seg <= 0) return UINT64_MAX;
+    return std::max<uint64_t>(1, uint64_t(seg) / v_.elem_size);
+  }
+  /// Elements of receive `i` of rank y in round t (from rank x) whose reduction is not
+  /// hidden behind the transfer. A segmented receive that reduces into blocks no send and
+  /// no other receive of the round touches is reduced piece by piece as the pieces arrive
+  /// (the runtime's rule), so while a piece's reduction (gamma per element) takes no
+  /// longer than the next piece's transfer (alpha + piece bytes * beta), only the last
+  /// piece is left after the round's messages; otherwise nothing is credited.
+  uint64_t exposed_reduction(const Round& rd, size_t i, int64_t x, int64_t y, int64_t t) const {
+    const auto& rv = std::get<RecvOp>(rd[i]);
+    const uint64_t e = block_elements(rv.blocks, v_.elements, s_.blocks);
+    const uint64_t piece = piece_elements(t);
+    if (piece >= e) return e;
+    for (size_t j = 0; j < rd.size(); ++j)
+      if (j != i && is_transfer(rd[j]) && !(blocks_of(rd[j]) & rv.blocks).empty()) return e;
+    const bool local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
+    const double a = local ? prm_.alpha_local : prm_.alpha, b = local ? prm_.beta_local : prm_.beta;
+    if (prm_.gamma * double(piece) > a + double(piece * v_.elem_size) * b) return e;
+    return e - (e - 1) / piece * piece;  // the last piece
+  }
   /// Pairs the k-th send from x to y in round t with the k-th receive of y from x in
   /// round t (the verifier's matching), and prices each message.
   bool build_messages(std::string& err) {
@@ -164,7 +190,7 @@ class Simulator {
           }
           if (const auto* rv = std::get_if<RecvOp>(&rd[i])) {
             recvs.push_back({x, int64_t(i)});
-            if (rv->reduce) reduce_[at(y, t)] += block_elements(rv->blocks, v_.elements, s_.blocks);
+            if (rv->reduce) reduce_[at(y, t)] += exposed_reduction(rd, i, x, y, t);
           } else {
             sends.push_back({x, int64_t(i)});
           }
@@ -218,9 +244,11 @@ class Simulator {
             m.bytes = m.elements * v_.elem_size;
             m.local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
             m.bidirectional = bidirectional;
+            const uint64_t piece = piece_elements(t);
+            m.pieces = m.elements == 0 ? 1 : (m.elements + piece - 1) / piece;
             const double fa = bidirectional ? 1.0 : prm_.f_alpha, fb = bidirectional ? 1.0 : prm_.f_beta;
             const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
-            m.cost = fa * a + fb * double(m.bytes) * b;
+            m.cost = double(m.pieces) * fa * a + fb * double(m.bytes) * b;
             msgs_.push_back(m);
           }
           i = s1;
@@ -414,6 +442,7 @@ class Simulator {
       st.peer = m.dst;
       st.round = m.round;
       st.bytes = m.bytes;
+      st.pieces = m.pieces;
       st.elements = m.elements;
       st.bidirectional = m.bidirectional;
       st.local = m.local;
@@ -424,7 +453,7 @@ class Simulator {
       cp.bytes += m.bytes;
       rounds.insert(m.round);
       const double fa = m.bidirectional ? 1.0 : prm_.f_alpha, fb = m.bidirectional ? 1.0 : prm_.f_beta;
-      (m.local ? cp.coef_alpha_local : cp.coef_alpha) += fa;
+      (m.local ? cp.coef_alpha_local : cp.coef_alpha) += fa * double(m.pieces);
       (m.local ? cp.coef_beta_local : cp.coef_beta) += fb * double(m.bytes);
       if (m.pred_msg != kNone) {
         msg = m.pred_msg;
@@ -502,6 +531,11 @@ std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& 
   if (collective_is_rooted(s.collective)) o << ", root = " << s.root;
   o << "\n  vector: " << v.elements * v.elem_size << " bytes = " << v.elements << " elements of " << v.elem_size
     << " bytes, " << s.blocks << (s.blocks == 1 ? " block\n" : " blocks\n");
+  if (std::any_of(s.round_segments.begin(), s.round_segments.end(), [](int64_t x) { return x > 0; })) {
+    o << "  segments (bytes per piece, by round):";
+    for (int64_t x : s.round_segments) o << " " << (x > 0 ? std::to_string(x) : std::string("-"));
+    o << "\n";
+  }
   o << "  model: " << model_line(prm) << "\n";
   if (!r.ok) {
     o << "error: " << r.error << "\n";
@@ -518,6 +552,7 @@ std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& 
     o << "  [" << fmt(st.start) << ", " << fmt(st.end) << "] round " << st.round << ": ";
     if (st.kind == StepKind::message)
       o << "rank " << st.rank << " -> rank " << st.peer << ", " << st.bytes << " bytes"
+        << (st.pieces > 1 ? " in " + std::to_string(st.pieces) + " pieces" : std::string())
         << (st.bidirectional ? "" : ", unidirectional") << (st.local ? ", local" : "") << "\n";
     else
       o << "rank " << st.rank << " reduces " << st.elements << " elements\n";
@@ -545,6 +580,7 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
   j["elements"] = v.elements;
   j["elem_size"] = v.elem_size;
   j["blocks"] = s.blocks;
+  j["round_segments"] = s.round_segments;
   nlohmann::ordered_json m;
   m["alpha"] = prm.alpha;
   m["beta"] = prm.beta;
@@ -589,6 +625,7 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
       x["from"] = st.rank;
       x["to"] = st.peer;
       x["bytes"] = st.bytes;
+      if (st.pieces > 1) x["pieces"] = st.pieces;
       x["bidirectional"] = st.bidirectional;
       x["local"] = st.local;
     } else {

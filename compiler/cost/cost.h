@@ -45,6 +45,7 @@ struct CostStep {
   int64_t peer = -1;        ///< message: the receiver
   int64_t round = 0;
   uint64_t bytes = 0;       ///< message size
+  uint64_t pieces = 1;      ///< message: segments of the round's `segment` size (alpha each)
   uint64_t elements = 0;    ///< message: elements carried; reduction: elements reduced
   bool bidirectional = true;  ///< message: the pair exchanges in this round (no f factors)
   bool local = false;         ///< message: both ranks on one node (alpha_local, beta_local)

@@ -192,6 +192,7 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
 struct CostOptions {
   int64_t p = 0, root = 0;
   uint64_t bytes = 0, elem_size = 4;
+  int64_t segment_bytes = -1;  ///< >= 0: overrides every round's `segment` size
   CostParams params;
   bool json = false;
 };
@@ -209,6 +210,7 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   const ScheduleDecl* decl = nullptr;
   if (const int rc = load_instance(c, o.p, o.root, prog, diags, sch, &decl)) return rc;
   const ScheduleDecl& s = *decl;
+  if (o.segment_bytes >= 0) sch.round_segments.assign(size_t(sch.num_rounds), o.segment_bytes);
   const CostVector vec{o.bytes / o.elem_size, o.elem_size};
   const CostResult res = simulate_cost(sch, vec, o.params);
   if (!res.ok) {
@@ -282,6 +284,9 @@ int main(int argc, char** argv) {
       cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node (default --alpha)")->needs(ppn_opt);
   CLI::Option* bl_opt =
       cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node (default --beta)")->needs(ppn_opt);
+  cost->add_option("--segment-bytes", copt.segment_bytes,
+                   "segment size in bytes for every round, overriding the schedule's 'segment' (0: none)")
+      ->check(CLI::NonNegativeNumber);
   cost->add_flag("--json", copt.json, "JSON instead of text");
 
   CLI11_PARSE(app, argc, argv);

@@ -79,7 +79,9 @@ class RankRun {
   std::vector<Round> rounds;
   std::vector<const Stmt*> sites;   ///< the statement that opened each round
   std::vector<std::string> labels;
+  std::vector<int64_t> segments;    ///< the `segment` size in force in each round (bytes, 0: none)
   int64_t blocks = 1;
+  int64_t top_segment = 0;          ///< the top-level schedule's `segment` (fold rounds use it)
   std::string unmet;
   const Expr* unmet_clause = nullptr;  ///< the first false `requires` clause
 
@@ -97,6 +99,7 @@ class RankRun {
     if (blocks < 1 || blocks > kMaxBlocks)
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
+    top_segment = segment_ = eval_segment(*sd_, 0);
     exec_block(sd_->body);
     return true;
   }
@@ -110,6 +113,13 @@ class RankRun {
   static std::string source_text(const Span& s) {
     if (!s.valid()) return "?";
     return s.file->text.substr(s.begin, s.end - s.begin);
+  }
+  /// The `segment` clause of `t` in the current scope, else `inherited`.
+  int64_t eval_segment(const ScheduleDecl& t, int64_t inherited) {
+    if (!t.segment) return inherited;
+    const int64_t v = eval_int(*t.segment, t.segment->span);
+    if (v < 0) fail(t.segment->span, "segment size " + std::to_string(v) + " bytes is negative (0: no segmentation)");
+    return v;
   }
   void check_domain(const Span& at) {
     if (const char* e = take_domain_error()) fail(at, std::string("out of domain: ") + e);
@@ -130,6 +140,7 @@ class RankRun {
     rounds.emplace_back();
     sites.push_back(&site);
     labels.push_back(label);
+    segments.push_back(segment_);
     in_round_ = true;
   }
   std::string where_label(const Stmt& s) const {
@@ -260,7 +271,10 @@ class RankRun {
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
                                 " blocks, but this schedule has " + std::to_string(blocks));
         }
+        const int64_t saved_segment = segment_;
+        segment_ = eval_segment(t, segment_);
         exec_block(t.body);
+        segment_ = saved_segment;
         sd_ = saved_sd;
         slots_ = std::move(saved_slots);
         phase_rounds_ = std::move(saved_phases);
@@ -490,6 +504,7 @@ class RankRun {
   std::vector<std::pair<size_t, size_t>> phase_rounds_;
   std::string phase_name_;
   bool in_round_ = false;
+  int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
 };
 
@@ -562,6 +577,20 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
                         std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
+      if (me.segments != ref->segments) {
+        size_t i = 0;
+        while (i < me.segments.size() && i < ref->segments.size() && me.segments[i] == ref->segments[i]) ++i;
+        const Expr* seg = decl.segment.get();
+        diags.error(seg ? seg->span : decl.name_span,
+                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the segment size" +
+                        (i < me.segments.size() && i < ref->segments.size()
+                             ? " in round " + std::to_string(i) + " (" + fm.describe(ref_rank) + ": " +
+                                   std::to_string(ref->segments[i]) + " bytes, " + fm.describe(x) + ": " +
+                                   std::to_string(me.segments[i]) + ")"
+                             : std::string()) +
+                        "; the segment size must not depend on the rank");
+        return InstStatus::error;
+      }
       const size_t n = std::min(me.sites.size(), ref->sites.size());
       size_t i = 0;
       while (i < n && me.sites[i] == ref->sites[i]) ++i;
@@ -592,6 +621,10 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   if (prologue) out.round_labels.push_back("fold prologue (two-one elimination)");
   if (ref) out.round_labels.insert(out.round_labels.end(), ref->labels.begin(), ref->labels.end());
   if (epilogue) out.round_labels.push_back("fold epilogue");
+  const int64_t top_seg = ref ? ref->top_segment : 0;
+  if (prologue) out.round_segments.push_back(top_seg);
+  if (ref) out.round_segments.insert(out.round_segments.end(), ref->segments.begin(), ref->segments.end());
+  if (epilogue) out.round_segments.push_back(top_seg);
   const BlockSet everything = BlockSet::all(out.blocks);
   for (int64_t x = 0; x < req.p; ++x) {
     std::vector<Round>& rr = out.ranks[size_t(x)];

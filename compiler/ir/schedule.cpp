@@ -27,7 +27,10 @@ std::string schedule_text(const Schedule& s) {
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
       << ", rounds = " << s.num_rounds << (s.fold ? ", fold two_one" : "") << "\n";
   for (int64_t t = 0; t < s.num_rounds; ++t) {
-    out << "\nround " << t << ": " << s.round_labels[size_t(t)] << "\n";
+    out << "\nround " << t << ": " << s.round_labels[size_t(t)];
+    const int64_t seg = size_t(t) < s.round_segments.size() ? s.round_segments[size_t(t)] : 0;
+    if (seg > 0) out << " [segments of " << seg << " bytes]";
+    out << "\n";
     for (int64_t r = 0; r < s.p; ++r)
       for (const Op& op : s.ranks[size_t(r)][size_t(t)]) {
         out << "  rank " << r;
@@ -56,6 +59,7 @@ std::string schedule_json(const Schedule& s) {
   j["fold"] = s.fold;
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
+  j["round_segments"] = s.round_segments;
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int64_t r = 0; r < s.p; ++r) {
     nlohmann::ordered_json rounds = nlohmann::ordered_json::array();

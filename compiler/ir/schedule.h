@@ -55,6 +55,10 @@ struct Schedule {
   bool fold = false;
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
+  /// [round] the `segment` size in force (bytes; 0: messages are not segmented). Messages
+  /// of the round travel in pieces of at most this many bytes (whole elements, at least
+  /// one); it changes only how data is packetized, not what the verifier checks.
+  std::vector<int64_t> round_segments;
   std::vector<std::vector<Round>> ranks;      ///< [rank][round]
 };
 

@@ -126,6 +126,8 @@ class Emitter {
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
     o << ind << "cx.set_blocks(B);\n";
+    if (sd_.segment)
+      o << ind << "if ((rc = cx.set_segment(" << expr(*sd_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
     // The requirements of composed schedules, checked here on every rank, before the
     // fold's prologue: a false one must fail everywhere, not strand the ranks that sit out.
     precheck_uses(sd_.body, ind);
@@ -177,6 +179,7 @@ class Emitter {
       for (const FnDecl& f : t.fns) fn(f, in);
       for (const ExprPtr& e : t.requires_) *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
       if (t.blocks) *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;\n";
+      if (t.segment) *out_ << in << "if ((" << expr(*t.segment) << ") < 0) return MPI_ERR_OTHER;  // segment\n";
       precheck_uses(t.body, in);
       *out_ << ind << "}\n";
     }
@@ -353,9 +356,15 @@ class Emitter {
         for (const ExprPtr& e : t.requires_)
           o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires of " << t.name << "\n";
         if (t.blocks) o << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;  // blocks of " << t.name << "\n";
+        if (t.segment) {
+          o << in << "const int64_t bine_outer_segment = cx.segment();\n";
+          o << in << "if ((rc = cx.set_segment(" << expr(*t.segment) << ")) != MPI_SUCCESS) return rc;  // segment of " << t.name
+            << "\n";
+        }
         phase_base_ = base;
         block(t.body, in);
         phase_base_ = saved_base;
+        if (t.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
         o << ind << "}\n";
         o << ind << "cx.end_phase();\n";
         return;

@@ -424,7 +424,7 @@ int run_trace(const std::string& dir) {
   };
   auto record = [&](const std::string& name, int root, size_t n, const std::vector<trace::Round>& rounds) {
     f << (first ? "" : ",\n") << "{\"function\":\"" << name << "\",\"root\":" << root << ",\"count\":" << n
-      << ",\"elems\":" << trace::elems() << ",\"rounds\":";
+      << ",\"elems\":" << trace::elems() << ",\"elem_bytes\":" << trace::elem_bytes() << ",\"rounds\":";
     write_rounds(f, rounds);
     f << "}";
     first = false;

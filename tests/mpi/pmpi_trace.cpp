@@ -33,6 +33,7 @@ void rebase(const void* buffer, int64_t elem_bytes, int64_t elems) {
 }
 
 int64_t elems() { return nelems; }
+int64_t elem_bytes() { return elem; }
 
 std::vector<Round> end() {
   on = false;
@@ -61,6 +62,14 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
     trace::posting.clear();
   }
   return PMPI_Waitall(count, reqs, statuses);
+}
+
+int MPI_Waitsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (trace::on && !trace::posting.empty()) {
+    trace::rounds.push_back(trace::posting);
+    trace::posting.clear();
+  }
+  return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
 }
 
 int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype dt, MPI_Op op) {

@@ -1,7 +1,8 @@
 // PMPI shim for translation validation: records the point-to-point calls and local
 // reductions the generated code makes, as MPI sees them (peer, element offset in the
 // user's buffer or -1 for scratch memory, element count), grouped into rounds at each
-// MPI_Waitall. Only active between trace_begin() and trace_end().
+// MPI_Waitall or at the first MPI_Waitsome of a round (segmented rounds reduce pieces
+// between MPI_Waitsome calls; those reductions belong to that round). Only active between trace_begin() and trace_end().
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +23,8 @@ void begin(const void* buffer, int64_t elem_bytes, int64_t elems);
 void rebase(const void* buffer, int64_t elem_bytes, int64_t elems);
 /// Elements of the current buffer.
 int64_t elems();
+/// Bytes per element of the current buffer.
+int64_t elem_bytes();
 std::vector<Round> end();
 
 }  // namespace trace

@@ -2,10 +2,14 @@
 # End-to-end run of the generated library under mpirun (see harness.cpp):
 #   1. correctness against Open MPI's collectives for p in {1,...,8,11,12,16};
 #   2. the same with messages chunked at 5 elements (the > INT_MAX code path);
-#   3. translation validation for p = 1..16.
-# usage: run_e2e.sh HARNESS HARNESS_CHUNKED BINE_CC SOURCE_DIR
+#   3. translation validation for p = 1..16;
+#   4. segmentation: the whole library with BINE_SEGMENT_BYTES=12 (every message in pieces
+#      of 12 bytes, reducing receives reduced piece by piece where the runtime allows it)
+#      against Open MPI and translation-validated, and the `segment` clauses of
+#      tests/schedules/segmented.bine (HARNESS_SEGMENTED) against Open MPI and validated.
+# usage: run_e2e.sh HARNESS HARNESS_CHUNKED BINE_CC SOURCE_DIR HARNESS_SEGMENTED
 set -euo pipefail
-harness=$1 chunked=$2 bine_cc=$3 src=$4
+harness=$1 chunked=$2 bine_cc=$3 src=$4 segmented=$5
 libs=("$src"/dsl/lib/*.bine)
 mpirun_args=(--oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
@@ -29,6 +33,29 @@ for p in $(seq 1 16); do
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" trace "$tmp/$p" || status=1
   python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/$p" "$p" "${libs[@]}" || status=1
 done
+for p in 3 4 6 8; do
+  echo -n "segmented (BINE_SEGMENT_BYTES=12) "
+  BINE_SEGMENT_BYTES=12 timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
+done
+for p in 1 2 3 4 5 8 12; do
+  echo -n "segment clauses (tests/schedules/segmented.bine) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$segmented" check || status=1
+done
+for p in 2 3 4 5 8; do
+  mkdir -p "$tmp/seg$p" "$tmp/clause$p"
+  BINE_SEGMENT_BYTES=12 timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" trace "$tmp/seg$p" || status=1
+  echo -n "segmented (BINE_SEGMENT_BYTES=12) "
+  python3 "$src/tests/mpi/validate_traces.py" --segment-bytes 12 "$bine_cc" "$tmp/seg$p" "$p" "${libs[@]}" || status=1
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$segmented" trace "$tmp/clause$p" || status=1
+  echo -n "segment clauses "
+  python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/clause$p" "$p" "${libs[@]}" "$src/tests/schedules/segmented.bine" || status=1
+done
+# A segmented trace must not pass as an unsegmented one.
+if python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/seg4" 4 "${libs[@]}" > "$tmp/seg.log"; then
+  echo "FAIL: translation validation accepted a segmented trace as unsegmented"; status=1
+else
+  echo "segmented trace rejected by the unsegmented model as expected: $(grep -c FAIL "$tmp/seg.log") mismatch(es)"
+fi
 # The validator must be able to fail: move one recorded message to another peer.
 python3 - "$tmp/4/trace.0.json" <<'PY'
 import json, sys

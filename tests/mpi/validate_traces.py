@@ -2,11 +2,15 @@
 """Translation validation: the MPI calls the generated code made (recorded by the PMPI shim,
 tests/mpi/pmpi_trace.cpp) must equal the verified Schedule from `bine-cc schedule --json`.
 
-usage: validate_traces.py BINE_CC TRACE_DIR P LIB_FILE...
+usage: validate_traces.py [--segment-bytes S] BINE_CC TRACE_DIR P LIB_FILE...
 
 Per rank, per non-empty round: the multiset of (send, peer, offset, count),
 (recv, peer, offset or -1 for scratch, count) and (reduce, -1, offset, count), with block
 ranges converted to element ranges by the balanced split (first n mod B blocks one longer).
+Segmented rounds (the schedule's round_segments, or --segment-bytes S for runs made with
+BINE_SEGMENT_BYTES=S) post each message as pieces of max(1, S // element bytes) elements;
+a reducing receive whose blocks no send and no other receive of the round touches is
+reduced piece by piece (one reduction per piece and range), the others per range.
 """
 import json
 import subprocess
@@ -19,21 +23,33 @@ def block_begin(n, B, i):
     return i * q + min(i, m)
 
 
-def expected_rounds(sched, rank, n):
+def pieces(total, piece):
+    """(first, count) of the pieces of a message of `total` elements."""
+    return [(f, min(piece, total - f)) for f in range(0, total, piece)]
+
+
+def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
     """What the runtime posts for one rank: one message per op (split only above INT_MAX);
     a send of several ranges is packed (offset -1); a receive lands in scratch (offset -1)
     when it reduces, has several ranges, or overlaps a block the round sends, and reductions
     are then applied per range (MPI_Reduce_local). Local permutations make no MPI calls."""
     B = sched["blocks"]
     out = []
-    for rnd in sched["ranks"][rank]:
+    segs = sched.get("round_segments") or [0] * len(sched["ranks"][rank])
+    for t, rnd in enumerate(sched["ranks"][rank]):
+        seg = segs[t] if segment_override is None else segment_override
+        piece = max(1, seg // elem_bytes) if seg > 0 else 1 << 62
         calls = []
         sent = set()
+        received = {}  # op index -> blocks received
+        for i, op in enumerate(rnd):
+            if op["op"].startswith("recv"):
+                received[i] = set(b for lo, hi in op["blocks"] for b in range(lo, hi))
         for op in rnd:
             if op["op"] == "send":
                 for lo, hi in op["blocks"]:
                     sent.update(range(lo, hi))
-        for op in rnd:
+        for i, op in enumerate(rnd):
             if op["op"] == "permute":
                 continue
             ranges = []
@@ -47,21 +63,40 @@ def expected_rounds(sched, rank, n):
             total = sum(r[3] for r in ranges)
             single = len(ranges) == 1
             if op["op"] == "send":
-                calls.append(("send", op["peer"], ranges[0][2] if single else -1, total))
+                calls.extend(("send", op["peer"], ranges[0][2] + f if single else -1, c) for f, c in pieces(total, piece))
                 continue
             overlaps = any(b in sent for lo, hi, _, _ in ranges for b in range(lo, hi))
             reduce = op["op"] == "recv_reduce"
             direct = single and not reduce and not overlaps
-            calls.append(("recv", op["peer"], ranges[0][2] if direct else -1, total))
+            calls.extend(("recv", op["peer"], ranges[0][2] + f if direct else -1, c) for f, c in pieces(total, piece))
             if reduce:
-                calls.extend(("reduce", -1, off, cnt) for _, _, off, cnt in ranges)
+                others = set(sent)
+                for j, blocks in received.items():
+                    if j != i:
+                        others |= blocks
+                early = piece < total and not (received[i] & others)
+                if not early:
+                    calls.extend(("reduce", -1, off, cnt) for _, _, off, cnt in ranges)
+                    continue
+                for f, c in pieces(total, piece):  # reduced piece by piece, per range
+                    at = 0
+                    for _, _, off, cnt in ranges:
+                        lo, hi = max(f, at), min(f + c, at + cnt)
+                        if lo < hi:
+                            calls.append(("reduce", -1, off + lo - at, hi - lo))
+                        at += cnt
         if calls:
             out.append(Counter(calls))
     return out
 
 
 def main():
-    bine_cc, trace_dir, p, libs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    args = sys.argv[1:]
+    segment_override = None
+    if args[:1] == ["--segment-bytes"]:
+        segment_override = int(args[1])
+        args = args[2:]
+    bine_cc, trace_dir, p, libs = args[0], args[1], int(args[2]), args[3:]
     cache = {}
     failures = checked = 0
     for rank in range(p):
@@ -82,7 +117,7 @@ def main():
             sched = cache[key]
             if sched is None:
                 continue
-            want = expected_rounds(sched, rank, rec["elems"])
+            want = expected_rounds(sched, rank, rec["elems"], rec.get("elem_bytes", 4), segment_override)
             got = [Counter(tuple(c) for c in rnd) for rnd in rec["rounds"]]
             checked += 1
             if want != got:

@@ -713,3 +713,53 @@ TEST_CASE("cost_json and cost_text carry the makespan and the per-rank table") {
   CHECK(t.find("makespan = 6 alpha + 6144 beta + 768 gamma") != std::string::npos);
   CHECK(t.find("per rank:") != std::string::npos);
 }
+
+// Segmentation (the `segment` clause; runtime rule in runtime/include/bine/mpi_runtime.hpp):
+// a message of e elements travels as ceil(e/s) pieces of s elements (alpha each), and a
+// receive that reduces into blocks nothing else of the round touches is reduced piece by
+// piece, so only its last piece's reduction is exposed, while a piece's reduction
+// (gamma s) takes no longer than a piece's transfer (alpha + 4 s beta). Oracle: the
+// closed form of the Bine reduce-scatter + allgather (bine_allreduce_rsag) summed round by
+// round from those rules: round t of k = lg p moves e_t = n / 2^(t+1) elements each way.
+TEST_CASE("segmentation: bine_allreduce_rsag, pieces cost alpha each, only the last piece's reduction is exposed") {
+  for (int64_t p : {2, 4, 8, 16}) {
+    Schedule s = inst("bine_allreduce_rsag", p);
+    const int64_t k = oracle_floor_log2(p);
+    const uint64_t n = uint64_t(p) * 1000;  // elements, 4 bytes each; divisible by p
+    for (const Params& m : kMachines) {
+      for (int64_t seg_elems : {1, 7, 64, 333, 1000000}) {
+        CAPTURE(p);
+        CAPTURE(seg_elems);
+        CAPTURE(m.alpha);
+        s.round_segments.assign(size_t(s.num_rounds), seg_elems * 4);
+        const CostParams c = flat(m);
+        const CostResult r = simulate_cost(s, {n, 4}, c);
+        double a = 0, b = 0, g = 0;
+        for (int64_t t = 0; t < k; ++t) {
+          const uint64_t e = n >> (t + 1);
+          const uint64_t pieces = (e + uint64_t(seg_elems) - 1) / uint64_t(seg_elems);
+          a += 2.0 * double(pieces);  // the reduce-scatter round and its mirror
+          b += 2.0 * double(e * 4);
+          const bool hidden = pieces > 1 && m.gamma * double(seg_elems) <= m.alpha + double(seg_elems * 4) * m.beta;
+          g += hidden ? double(e - (e - 1) / uint64_t(seg_elems) * uint64_t(seg_elems)) : double(e);
+        }
+        check_consistent(r, c);
+        CHECK(r.makespan == doctest::Approx(a * c.alpha + b * c.beta + g * c.gamma));
+        CHECK(r.critical.coef_alpha == doctest::Approx(a));
+        CHECK(r.critical.coef_beta == doctest::Approx(b));
+      }
+    }
+  }
+}
+
+TEST_CASE("segmentation: a receive that reduces into blocks the round also sends gets no overlap credit") {
+  // recursive doubling allreduce exchanges and reduces the whole vector each round: the
+  // runtime must finish the send before reducing, so the whole reduction stays exposed.
+  Schedule s = inst("recursive_doubling_allreduce", 8);
+  s.round_segments.assign(size_t(s.num_rounds), 64);
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  const CostResult r = simulate_cost(s, {4096, 4}, c);
+  check_consistent(r, c);
+  CHECK(r.critical.coef_alpha == doctest::Approx(3.0 * 4096 / 16));  // 3 rounds of 256 pieces
+  CHECK(r.critical.coef_gamma == doctest::Approx(3.0 * 4096));
+}

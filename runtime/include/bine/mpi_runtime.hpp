@@ -27,6 +27,14 @@
 //   ranks without communicating, so every rank checks `requires` before fold_prologue().
 //   With rank-indexed blocks (gather, scatter, allgather, reduce_scatter) a virtual block
 //   stands for the blocks of the one or two real ranks it represents.
+// - Segmentation (a schedule's `segment S` clause, Bine trees paper Sec. 5.2: overlap of
+//   communication and computation): every message of a round with S > 0 travels as
+//   pieces of at most S bytes (whole elements, at least one), posted together; a receive
+//   that reduces into blocks that no send and no other receive of the round touches is
+//   reduced piece by piece as the pieces arrive (MPI_Waitsome), so the reduction of one
+//   piece overlaps the transfer of the next. Other reductions wait for the whole round.
+//   The environment variable BINE_SEGMENT_BYTES, when set, overrides every `segment`
+//   clause (0 disables segmentation); it must have the same value on all ranks.
 // - Messages: one per op; a block set of several ranges is packed into scratch memory.
 //   Alltoall and the other rank-indexed collectives work on p equal blocks, so a message
 //   carries the k-th sent block into the k-th received block.
@@ -39,6 +47,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -278,6 +287,15 @@ class Context {
   }
   /// Reports an unmet `requires` clause.
   int fail_requires() const { return MPI_ERR_OTHER; }
+  /// Sets the segment size in bytes for the following rounds (0: no segmentation); the
+  /// environment variable BINE_SEGMENT_BYTES overrides it. MPI_ERR_OTHER when negative.
+  int set_segment(int64_t bytes) {
+    if (bytes < 0) return MPI_ERR_OTHER;
+    segment_ = bytes;
+    return MPI_SUCCESS;
+  }
+  /// The segment size set by the schedule (bytes, 0: none), before the environment override.
+  int64_t segment() const { return segment_; }
   /// Sets the block count B of the vector.
   void set_blocks(int64_t B) {
     blocks_ = B;
@@ -332,40 +350,25 @@ class Context {
     BlockSet sent;
     for (const Op& op : round_posts_)
       if (!op.is_recv) sent = sent | op.set;
-    for (const Op& op : round_posts_) {
-      if (op.perm.empty()) transfer(op, sent);
-      else permutes_.push_back(op);
+    for (size_t i = 0; i < round_posts_.size(); ++i) {
+      const Op& op = round_posts_[i];
+      if (!op.perm.empty()) {
+        permutes_.push_back(op);
+        continue;
+      }
+      // What else the round touches: its sends and its other receives (for early reduction).
+      BlockSet touched = sent;
+      if (op.is_recv && op.reduce)
+        for (size_t j = 0; j < round_posts_.size(); ++j)
+          if (j != i && round_posts_[j].is_recv) touched = touched | round_posts_[j].set;
+      transfer(op, sent, touched);
     }
     round_posts_.clear();
-    if (!requests_.empty()) {
-      const int rc = MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-      requests_.clear();
-      if (rc != MPI_SUCCESS) return rc;
-    }
+    int rc = complete_round();
+    if (rc != MPI_SUCCESS) return rc;
     for (const Pending& pd : pending_) {
-      const char* tmp = scratch_[pd.scratch].data();
-      for (const auto& [off, cnt] : pd.ranges) {
-        char* dst = static_cast<char*>(buf_) + off * elem_bytes_;
-        if (!pd.reduce) {
-          std::memcpy(dst, tmp, cnt * elem_bytes_);
-          tmp += cnt * elem_bytes_;
-          continue;
-        }
-        for (uint64_t done = 0; done < cnt; done += kMaxChunk) {
-          const uint64_t c = cnt - done < kMaxChunk ? cnt - done : kMaxChunk;
-          char* d = dst + done * elem_bytes_;
-          char* t = const_cast<char*>(tmp) + done * elem_bytes_;
-          int rc;
-          if (pd.peer < rank_) {
-            rc = MPI_Reduce_local(t, d, int(c), datatype_, op_);
-          } else {
-            rc = MPI_Reduce_local(d, t, int(c), datatype_, op_);
-            if (rc == MPI_SUCCESS) std::memcpy(d, t, c * elem_bytes_);
-          }
-          if (rc != MPI_SUCCESS) return rc;
-        }
-        tmp += cnt * elem_bytes_;
-      }
+      if (pd.early) continue;  // reduced piece by piece in complete_round()
+      if ((rc = apply_pending(pd, 0, pd.total)) != MPI_SUCCESS) return rc;
     }
     for (const Op& op : permutes_) apply_permutation(op.perm);
     permutes_.clear();
@@ -413,7 +416,95 @@ class Context {
     size_t scratch;
     int64_t peer;
     bool reduce;  // else a buffered copy
+    uint64_t total = 0;  // elements of the message
+    bool early = false;  // reduced piece by piece as the pieces arrive
   };
+  /// One posted request: a piece [first, first + count) of the message of pending_[pending]
+  /// (pending < 0: a send or a receive straight into the buffer).
+  struct Piece {
+    int64_t pending;
+    uint64_t first, count;
+  };
+
+  /// Waits for the round's requests. Pieces of receives marked early are reduced as they
+  /// complete (MPI_Waitsome); without such receives, one MPI_Waitall.
+  int complete_round() {
+    if (requests_.empty()) return MPI_SUCCESS;
+    bool any_early = false;
+    for (const Pending& pd : pending_) any_early |= pd.early;
+    int rc;
+    if (!any_early) {
+      rc = MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+      requests_.clear();
+      pieces_.clear();
+      return rc;
+    }
+    std::vector<int> done(requests_.size());
+    int left = int(requests_.size());
+    while (left > 0) {
+      int outcount = 0;
+      rc = MPI_Waitsome(int(requests_.size()), requests_.data(), &outcount, done.data(), MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+      if (outcount == MPI_UNDEFINED) break;
+      for (int i = 0; i < outcount; ++i) {
+        const Piece& pc = pieces_[size_t(done[size_t(i)])];
+        if (pc.pending >= 0 && pending_[size_t(pc.pending)].early)
+          if ((rc = apply_pending(pending_[size_t(pc.pending)], pc.first, pc.count)) != MPI_SUCCESS) return rc;
+      }
+      left -= outcount;
+    }
+    requests_.clear();
+    pieces_.clear();
+    return MPI_SUCCESS;
+  }
+  /// Applies elements [first, first + count) of a buffered receive (its message, laid out
+  /// over pd.ranges in order): copied, or reduced with the lower rank's data on the left.
+  int apply_pending(const Pending& pd, uint64_t first, uint64_t count) {
+    char* tmp = scratch_[pd.scratch].data();
+    uint64_t at = 0;  // message offset of the current range
+    for (const auto& [off, cnt] : pd.ranges) {
+      const uint64_t lo = first > at ? first : at;
+      const uint64_t hi = first + count < at + cnt ? first + count : at + cnt;
+      if (lo < hi) {
+        char* dst = static_cast<char*>(buf_) + (off + lo - at) * elem_bytes_;
+        char* src = tmp + lo * elem_bytes_;
+        const uint64_t n = hi - lo;
+        if (!pd.reduce) {
+          std::memcpy(dst, src, n * elem_bytes_);
+        } else {
+          for (uint64_t d = 0; d < n; d += kMaxChunk) {
+            const uint64_t c = n - d < kMaxChunk ? n - d : kMaxChunk;
+            char* dd = dst + d * elem_bytes_;
+            char* t = src + d * elem_bytes_;
+            int rc;
+            if (pd.peer < rank_) {
+              rc = MPI_Reduce_local(t, dd, int(c), datatype_, op_);
+            } else {
+              rc = MPI_Reduce_local(dd, t, int(c), datatype_, op_);
+              if (rc == MPI_SUCCESS) std::memcpy(dd, t, c * elem_bytes_);
+            }
+            if (rc != MPI_SUCCESS) return rc;
+          }
+        }
+      }
+      at += cnt;
+      if (at >= first + count) break;
+    }
+    return MPI_SUCCESS;
+  }
+  /// Elements per message piece: the segment size (environment override first) in whole
+  /// elements, at least one, at most kMaxChunk.
+  uint64_t piece_elements() const {
+    int64_t seg = segment_;
+    if (const char* env = std::getenv("BINE_SEGMENT_BYTES")) {
+      char* end = nullptr;
+      const long long v = std::strtoll(env, &end, 10);
+      if (end != env && *end == '\0' && v >= 0) seg = int64_t(v);
+    }
+    if (seg <= 0) return kMaxChunk;
+    const uint64_t e = uint64_t(seg) / elem_bytes_;
+    return e < 1 ? 1 : e < kMaxChunk ? e : kMaxChunk;
+  }
 
   int begin(void* buf, size_t count, MPI_Datatype datatype, MPI_Comm comm, int root) {
     buf_ = buf;
@@ -536,7 +627,7 @@ class Context {
   /// set of several ranges is packed into scratch (send) or received into scratch and
   /// unpacked after the wait; so are receives that reduce, and copies into blocks a send of
   /// the same round reads.
-  void transfer(const Op& op, const BlockSet& sent) {
+  void transfer(const Op& op, const BlockSet& sent, const BlockSet& touched) {
     const uint64_t B = uint64_t(geometry_blocks());
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     uint64_t total = 0;
@@ -559,14 +650,20 @@ class Context {
       }
       base = scratch_.back().data();
     }
+    int64_t pending = -1;
     if (op.is_recv && (op.reduce || !single || !(op.set & sent).empty())) {
       scratch_.emplace_back(total * elem_bytes_);
-      pending_.push_back({ranges, scratch_.size() - 1, op.real_peer, op.reduce});
+      // Early (piecewise) reduction only where nothing else of the round touches the blocks.
+      const bool early = op.reduce && piece_elements() < total && (op.set & touched).empty();
+      pending_.push_back({ranges, scratch_.size() - 1, op.real_peer, op.reduce, total, early});
+      pending = int64_t(pending_.size()) - 1;
       base = scratch_.back().data();
     }
-    for (uint64_t done = 0; done < total; done += kMaxChunk) {
-      const int c = int(total - done < kMaxChunk ? total - done : kMaxChunk);
+    const uint64_t piece = piece_elements();
+    for (uint64_t done = 0; done < total; done += piece) {
+      const int c = int(total - done < piece ? total - done : piece);
       char* ptr = base + done * elem_bytes_;
+      pieces_.push_back({pending, done, uint64_t(c)});
       requests_.emplace_back();
       if (op.is_recv)
         MPI_Irecv(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
@@ -595,6 +692,7 @@ class Context {
         MPI_Request_free(&rq);
       }
     requests_.clear();
+    pieces_.clear();
   }
 
   Collective kind_ = Collective::allreduce;
@@ -617,6 +715,8 @@ class Context {
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<char>> scratch_;
   std::vector<Pending> pending_;
+  std::vector<Piece> pieces_;    ///< what each request of requests_ carries
+  int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
   std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
   std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
   std::vector<Op> permutes_;     ///< this round's local permutations, applied last
