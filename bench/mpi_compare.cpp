@@ -57,6 +57,17 @@ int main(int argc, char** argv) {
     double ref = time_us([&] { MPI_Allreduce(a.data(), b.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps);
 #define AR(f, o, s) row("allreduce", #f, bytes, time_us([&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
     BINE_ALLREDUCE_SCHEDULES(AR)
+    // Segmentation (the `segment` clause, here through its BINE_SEGMENT_BYTES override):
+    // bine_allreduce_rsag with pieces of 1/16 and 1/4 of the vector, same run, same ref.
+    for (size_t div : {size_t(16), size_t(4)}) {
+      if (bytes < 32768 || !bine_bine_allreduce_rsag_applicable(size)) break;
+      const std::string seg = std::to_string(bytes / div);
+      setenv("BINE_SEGMENT_BYTES", seg.c_str(), 1);
+      const std::string name = "bine_allreduce_rsag, segment " + seg;
+      row("allreduce", name.c_str(), bytes,
+          time_us([&] { bine_bine_allreduce_rsag(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
+      unsetenv("BINE_SEGMENT_BYTES");
+    }
     ref = time_us([&] { MPI_Bcast(a.data(), int(n), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
 #define BC(f, o, s) row("bcast", #f, bytes, time_us([&] { f(a.data(), n, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
     BINE_BCAST_SCHEDULES(BC)

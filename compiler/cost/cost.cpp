@@ -245,7 +245,7 @@ class Simulator {
             m.local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
             m.bidirectional = bidirectional;
             const uint64_t piece = piece_elements(t);
-            m.pieces = m.elements == 0 ? 1 : (m.elements + piece - 1) / piece;
+            m.pieces = m.elements <= piece ? 1 : (m.elements - 1) / piece + 1;
             const double fa = bidirectional ? 1.0 : prm_.f_alpha, fb = bidirectional ? 1.0 : prm_.f_beta;
             const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
             m.cost = double(m.pieces) * fa * a + fb * double(m.bytes) * b;

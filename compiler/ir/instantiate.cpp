@@ -577,20 +577,6 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
                         std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
-      if (me.segments != ref->segments) {
-        size_t i = 0;
-        while (i < me.segments.size() && i < ref->segments.size() && me.segments[i] == ref->segments[i]) ++i;
-        const Expr* seg = decl.segment.get();
-        diags.error(seg ? seg->span : decl.name_span,
-                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the segment size" +
-                        (i < me.segments.size() && i < ref->segments.size()
-                             ? " in round " + std::to_string(i) + " (" + fm.describe(ref_rank) + ": " +
-                                   std::to_string(ref->segments[i]) + " bytes, " + fm.describe(x) + ": " +
-                                   std::to_string(me.segments[i]) + ")"
-                             : std::string()) +
-                        "; the segment size must not depend on the rank");
-        return InstStatus::error;
-      }
       const size_t n = std::min(me.sites.size(), ref->sites.size());
       size_t i = 0;
       while (i < n && me.sites[i] == ref->sites[i]) ++i;
@@ -603,6 +589,21 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
                                         " (" + fm.describe(x) + (b ? " opens it here" : " has no such round") +
                                         "); conditions and bounds of round loops must not depend on the rank");
         if (a) add_note(d, a->span, "the first active rank, " + fm.describe(ref_rank) + ", opens it here");
+        return InstStatus::error;
+      }
+      // Checked after the round structure: ranks that agree on their rounds have one segment size per round.
+      if (me.segments != ref->segments) {
+        size_t k = 0;
+        while (k < me.segments.size() && k < ref->segments.size() && me.segments[k] == ref->segments[k]) ++k;
+        const Expr* seg = decl.segment.get();
+        diags.error(seg ? seg->span : decl.name_span,
+                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the segment size" +
+                        (k < me.segments.size() && k < ref->segments.size()
+                             ? " in round " + std::to_string(k) + " (" + fm.describe(ref_rank) + ": " +
+                                   std::to_string(ref->segments[k]) + " bytes, " + fm.describe(x) + ": " +
+                                   std::to_string(me.segments[k]) + ")"
+                             : std::string()) +
+                        "; the segment size must not depend on the rank");
         return InstStatus::error;
       }
     }
