@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "instantiate.h"
 #include "library.h"
@@ -167,5 +168,83 @@ TEST_CASE("Bine large-vector broadcast and reduce: 2 log2 p rounds, n (p-1)/p pe
     const Schedule rd = inst("bine_reduce_bdw", p, 0);
     CHECK(rd.num_rounds == 2 * k);
     CHECK(sent(rd, 0, true).blocks == (p - 1) + (p - 1));  // reduce-scatter + gather at the root
+  }
+}
+
+namespace {
+/// Oracle for bine_alltoall_rotated, by brute force over step masks (not via nb()): the
+/// move of an item that takes the steps of mask m. Even p: from an even rank the moves
+/// alternate +rho(s), -rho(s) (the holder's parity flips with each move); odd p: step s
+/// moves by 2^s (Bruck). Returns, for every offset o in 0..p-1, the mask the schedule's rule
+/// picks: among the masks whose move is o mod p, the one with the smallest negabinary code
+/// (the code c with c ^ (c >> 1) = m for even p, c = m for odd p); -1 if none exists.
+std::vector<int64_t> rotated_paths(int64_t p) {
+  const int64_t k = lg(p);
+  std::vector<int64_t> best(size_t(p), -1), best_code(size_t(p), 0);
+  for (int64_t m = 0; m < (int64_t(1) << k); ++m) {
+    int64_t move = 0, sign = 1;
+    for (int64_t s = 0; s < k; ++s) {
+      if (!((m >> s) & 1)) continue;
+      if (p % 2 == 0) {
+        move += sign * oracle_rho(s);
+        sign = -sign;
+      } else {
+        move += int64_t(1) << s;
+      }
+    }
+    int64_t code = m;
+    if (p % 2 == 0)  // inverse Gray code: bit i of c is the parity of m's bits >= i
+      for (int64_t i = 0; i < k; ++i) code = (code & ~(int64_t(1) << i)) | ((__builtin_popcountll(uint64_t(m) >> i) & 1) << i);
+    const size_t o = size_t(((move % p) + p) % p);
+    if (best[o] < 0 || code < best_code[o]) {
+      best[o] = m;
+      best_code[o] = code;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("Bine alltoall for every p (bine_alltoall_rotated): partners and blocks per step against brute-force routing") {
+  // Every offset has a route in ceil(log2 p) steps: for even p by the parity argument of
+  // docs/schedules/bine_alltoall_rotated.md, for odd p by binary digits (Bruck). Checked
+  // here well beyond the instantiated range.
+  for (int64_t p = 1; p <= 1024; ++p) {
+    const std::vector<int64_t> paths = rotated_paths(p);
+    for (int64_t o = 0; o < p; ++o) REQUIRE_MESSAGE(paths[size_t(o)] >= 0, "p=" << p << " offset " << o << " has no route");
+  }
+  for (int64_t p = 1; p <= 40; ++p) {
+    CAPTURE(p);
+    const int64_t k = lg(p);
+    const std::vector<int64_t> paths = rotated_paths(p);
+    const Schedule a2a = inst("bine_alltoall_rotated", p);
+    for (int64_t r = 0; r < p; ++r) {
+      CAPTURE(r);
+      int64_t s = 0, total = 0;
+      for (const Round& rd : a2a.ranks[size_t(r)]) {
+        bool step = false;
+        for (const Op& op : rd) {
+          if (!is_transfer(op)) continue;
+          step = true;
+          REQUIRE(s < k);
+          int64_t expect_blocks = 0;
+          for (int64_t o = 0; o < p; ++o) expect_blocks += (paths[size_t(o)] >> s) & 1;
+          CHECK(int64_t(blocks_of(op).size()) == expect_blocks);
+          const bool is_send = std::holds_alternative<SendOp>(op);
+          int64_t peer = 0;
+          if (p % 2 == 0) {
+            peer = r % 2 == 0 ? r + oracle_rho(s) : r - oracle_rho(s);  // the paper's partner
+          } else {
+            peer = is_send ? r + (int64_t(1) << s) : r - (int64_t(1) << s);  // Bruck's
+          }
+          CHECK(peer_of(op) == ((peer % p) + p) % p);
+          if (is_send) total += int64_t(blocks_of(op).size());
+        }
+        if (step) ++s;
+      }
+      CHECK(s == k);
+      // Power-of-two p: the paper's count, p/2 blocks in each of the log2 p steps.
+      if (p > 1 && (p & (p - 1)) == 0) CHECK(total == k * p / 2);
+    }
   }
 }
