@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Deterministic output (docs/architecture.md#determinism): the same .bine input gives the
+# same bytes, whatever the checkout's location and from run to run. Compiles dsl/lib twice
+# from the source tree and once from a copy elsewhere, and prints schedule/check/cost
+# output twice, comparing bytes each time.
+# With BUILD_HEADER (the library header the build made), also checks that the build's
+# header has the same bytes as the documented command run in the source tree.
+# usage: determinism.sh BINE_CC SOURCE_DIR [BUILD_HEADER]
+set -euo pipefail
+bine_cc=$1 src=$2 build_header=${3:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/elsewhere/dsl"
+cp -r "$src/dsl/lib" "$tmp/elsewhere/dsl/lib"
+status=0
+same() {  # same NAME FILE_A FILE_B
+  if cmp -s "$2" "$3"; then
+    echo "PASS $1"
+  else
+    echo "FAIL $1: outputs differ"; diff "$2" "$3" | head -5; status=1
+  fi
+}
+(cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..8 -o "$tmp/a.h")
+(cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..8 -o "$tmp/b.h")
+(cd "$tmp/elsewhere" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..8 -o "$tmp/c.h")
+same "compile: two runs" "$tmp/a.h" "$tmp/b.h"
+same "compile: another checkout location" "$tmp/a.h" "$tmp/c.h"
+if [ -n "$build_header" ]; then
+  (cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..32 -o "$tmp/d.h")
+  same "compile: the build's header" "$tmp/d.h" "$build_header"
+fi
+grep -q "source: dsl/lib/" "$tmp/a.h" || { echo "FAIL compile: no relative 'source:' comment"; status=1; }
+for i in 1 2; do
+  (cd "$src" && "$bine_cc" schedule dsl/lib/*.bine --schedule rt_allreduce -p 12 --json) > "$tmp/s$i.json"
+  (cd "$src" && "$bine_cc" check dsl/lib/*.bine --ranks 1..12) > "$tmp/c$i.txt" 2>&1
+  (cd "$src" && "$bine_cc" cost dsl/lib/*.bine --schedule bine_allreduce_rsag -p 12 --bytes 1048576 \
+      --alpha 2e-6 --beta 1e-10 --gamma 1e-10 --json) > "$tmp/k$i.json"
+done
+same "schedule --json: two runs" "$tmp/s1.json" "$tmp/s2.json"
+same "check: two runs" "$tmp/c1.txt" "$tmp/c2.txt"
+same "cost --json: two runs" "$tmp/k1.json" "$tmp/k2.json"
+exit $status
