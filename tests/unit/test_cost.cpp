@@ -763,3 +763,21 @@ TEST_CASE("segmentation: a receive that reduces into blocks the round also sends
   CHECK(r.critical.coef_alpha == doctest::Approx(3.0 * 4096 / 16));  // 3 rounds of 256 pieces
   CHECK(r.critical.coef_gamma == doctest::Approx(3.0 * 4096));
 }
+
+TEST_CASE("binary blocks allreduce against the 2-1 fold (Thakur et al. Sec. 5.2: better for small delta_expo_max)") {
+  // For a power of two the groups are one group and the schedule is Rabenseifner's: the
+  // same makespan. For p = 3 * 2^k (groups 2^(k+1) and 2^k, delta_expo_max = 1) and a long
+  // vector it beats the fold, which sends the whole vector twice more ([T] line 583: 4 n beta).
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  const uint64_t n = uint64_t(1) << 20;
+  for (int64_t p = 2; p <= 64; p *= 2) {
+    CAPTURE(p);
+    CHECK(run(inst("binary_blocks_allreduce", p), n, 4, c).makespan ==
+          doctest::Approx(run(inst("rabenseifner_allreduce", p), n, 4, c).makespan));
+  }
+  for (int64_t p : {3, 6, 12, 24, 48}) {
+    CAPTURE(p);
+    CHECK(run(inst("binary_blocks_allreduce", p), n, 4, c).makespan <
+          run(inst("rabenseifner_allreduce", p), n, 4, c).makespan);
+  }
+}

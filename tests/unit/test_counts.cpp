@@ -266,3 +266,38 @@ TEST_CASE("Bine alltoall for every p (bine_alltoall_rotated): partners and block
     }
   }
 }
+
+TEST_CASE("binary blocks allreduce: groups from the binary digits of p; messages and blocks per rank") {
+  // Oracle from Thakur et al. Sec. 5.2 (seed summary Sec. 4.8), computed here from p's bits:
+  // a member of the group of 2^e (groups largest first) halves e times within its group
+  // (sending B/2 + ... + B/2^e of the B = 2^floor(lg p) blocks), hands its segment of B/2^e
+  // blocks to the 2^(u-e) members of the next larger group 2^u (one message each), and
+  // receives one segment from the next smaller group; the allgather mirrors all of it.
+  for (int64_t p = 1; p <= 64; ++p) {
+    CAPTURE(p);
+    int64_t e0 = 0;
+    while ((int64_t(2) << e0) <= p) ++e0;
+    const int64_t B = int64_t(1) << e0;
+    std::vector<int64_t> bits;  // set bits of p, largest first
+    for (int64_t e = e0; e >= 0; --e)
+      if ((p >> e) & 1) bits.push_back(e);
+    const Schedule bb = inst("binary_blocks_allreduce", p);
+    CHECK(bb.num_rounds == 2 * (e0 + int64_t(bits.size()) - 1));
+    int64_t first = 0;
+    for (size_t g = 0; g < bits.size(); ++g) {
+      const int64_t e = bits[g], size = int64_t(1) << e, seg = B >> e;
+      const bool largest = g == 0, smallest = g + 1 == bits.size();
+      const int64_t fanout = largest ? 0 : int64_t(1) << (bits[g - 1] - e);
+      for (int64_t r = first; r < first + size; ++r) {
+        CAPTURE(r);
+        const int64_t halving = B - seg;  // B/2 + ... + B/2^e
+        CHECK(sent(bb, r).messages == 2 * e + fanout + (smallest ? 0 : 1));
+        CHECK(sent(bb, r).blocks == 2 * halving + (largest ? 0 : seg) + (smallest ? 0 : seg));
+        CHECK(sent(bb, r, true).messages == sent(bb, r).messages);
+        CHECK(sent(bb, r, true).blocks == sent(bb, r).blocks);
+      }
+      first += size;
+    }
+    CHECK(first == p);
+  }
+}
