@@ -781,3 +781,23 @@ TEST_CASE("binary blocks allreduce against the 2-1 fold (Thakur et al. Sec. 5.2:
           run(inst("rabenseifner_allreduce", p), n, 4, c).makespan);
   }
 }
+
+TEST_CASE("[RT] Sec. 3.4 small ring for p = 3^a 2^n: (r-1)a + n rounds per phase, bandwidth-optimal terms") {
+  // RT line 140: the reduction phase takes (r-1)q + n rounds (r = 3, q = a here); with the
+  // mirrored routing phase and m/3 per ring round the whole allreduce costs
+  // 2(2a + n) alpha + 2(1 - 1/p) m beta + (1 - 1/p) m gamma (the Rabenseifner bound for any
+  // p). Line 171: for a = 1, 2 that is the optimal ceil(lg p) rounds per phase.
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  for (int64_t a = 0; a <= 3; ++a)
+    for (int64_t nn = 0; nn <= 4; ++nn) {
+      int64_t p = int64_t(1) << nn;
+      for (int64_t i = 0; i < a; ++i) p *= 3;
+      if (p > 256) continue;
+      CAPTURE(p);
+      const uint64_t n = uint64_t(p) * 96, N = n * 4;
+      const double frac = double(p - 1) / double(p);
+      expect(run(inst("rt_small_ring_allreduce", p), n, 4, c), c, {double(2 * (2 * a + nn)), 2 * frac * double(N), frac * double(n)});
+      if (a <= 2) CHECK(2 * a + nn == oracle_ceil_log2(p));
+      if (a == 3) CHECK(2 * a + nn == oracle_ceil_log2(p) + 1);  // 27 = 3^3: one round more than optimal
+    }
+}
