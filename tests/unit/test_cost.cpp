@@ -801,3 +801,24 @@ TEST_CASE("[RT] Sec. 3.4 small ring for p = 3^a 2^n: (r-1)a + n rounds per phase
       if (a == 3) CHECK(2 * a + nn == oracle_ceil_log2(p) + 1);  // 27 = 3^3: one round more than optimal
     }
 }
+
+TEST_CASE("[RT] Sec. 3.2 overlapping elimination protocol: Sec. 3.3's closed form, the same cost as the non-overlapping one") {
+  // RT line 128: "Both the overlapping and the non-overlapping protocol are exchanging the
+  // same amount of data and number of messages. ... For large m > b the total time is
+  // t = 2 ceil(lg p) alpha + 2m(1.5 - 1/p') beta + m(1.5 - 1/p') gamma" (odd p, p' = 2^floor(lg p)).
+  for (size_t k = 0; k < kMachines.size(); ++k)
+    for (int64_t p = 2; p <= 64; ++p) {
+      CAPTURE(k);
+      CAPTURE(p);
+      const CostParams c = flat(kMachines[k]);
+      const uint64_t n = uint64_t(1) << 12, N = n * 8;
+      const CostResult ov = run(inst("rt_overlap_allreduce", p), n, 8, c);
+      const CostResult rt = run(inst("rt_allreduce", p), n, 8, c);
+      CHECK(ov.makespan == doctest::Approx(rt.makespan));
+      CHECK(ov.critical.coef_alpha == doctest::Approx(rt.critical.coef_alpha));
+      if (p % 2 == 1 && p > 1) {
+        const double pv = double(int64_t(1) << oracle_floor_log2(p)), f = 1.5 - 1.0 / pv;
+        expect(ov, c, {2.0 * double(oracle_ceil_log2(p)), 2.0 * f * double(N), f * double(n)});
+      }
+    }
+}
