@@ -63,12 +63,17 @@ struct FoldMap {
 
 struct Failure {};
 
+/// "p=P root=R" for rooted collectives, "p=P" otherwise: the instance an error is about.
+std::string instance_label(int64_t p, int64_t root, Collective c) {
+  return "p=" + std::to_string(p) + (collective_is_rooted(c) ? " root=" + std::to_string(root) : "");
+}
+
 class RankRun {
  public:
   RankRun(const Program& prog, const ScheduleDecl& sd, const FoldMap& fm, int64_t real_rank,
           bool commutative, DiagnosticSink& diags, int64_t p_real, int64_t root_real)
       : prog_(prog), sd_(&sd), fm_(fm), rank_(real_rank), commutative_(commutative), diags_(diags),
-        p_real_(p_real), root_real_(root_real) {
+        p_real_(p_real), root_real_(root_real), collective_(sd.collective) {
     p_ = fm.on ? fm.pv : p_real;
     r_ = fm.body_rank(real_rank);
     root_ = fm.on ? 0 : root_real;
@@ -106,7 +111,7 @@ class RankRun {
 
  private:
   [[noreturn]] void fail(const Span& at, const std::string& msg) {
-    diags_.error(at, "p=" + std::to_string(p_real_) + " root=" + std::to_string(root_real_) + ": " +
+    diags_.error(at, instance_label(p_real_, root_real_, collective_) + ": " +
                          fm_.describe(rank_) + ": " + msg);
     throw Failure{};
   }
@@ -498,6 +503,7 @@ class RankRun {
   bool commutative_;
   DiagnosticSink& diags_;
   int64_t p_real_, root_real_;
+  Collective collective_;  ///< of the top-level schedule (error labels)
   int64_t p_ = 1, r_ = 0, root_ = 0;
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
@@ -522,7 +528,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   out.fold = decl.fold;
   out.ranks.assign(size_t(req.p), {});
   if (req.p < 1 || out.root < 0 || out.root >= req.p) {
-    diags.error(decl.name_span, "invalid instance: p=" + std::to_string(req.p) + " root=" + std::to_string(req.root));
+    diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
     return InstStatus::error;
   }
   FoldMap fm;
@@ -558,7 +564,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         const int64_t no = met ? first_rank : x, yes = met ? x : first_rank;
         const Expr* clause = runs[size_t(no)].unmet_clause;
         diags.error(clause ? clause->span : decl.name_span,
-                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": 'requires' clause is false on " +
+                    instance_label(req.p, out.root, decl.collective) + ": 'requires' clause is false on " +
                         fm.describe(no) + " but holds on " + fm.describe(yes) +
                         "; the conditions of 'requires' must not depend on the rank");
         return InstStatus::error;
@@ -572,7 +578,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       const RankRun& me = runs.back();
       if (me.blocks != ref->blocks) {
         diags.error(decl.blocks ? decl.blocks->span : decl.name_span,
-                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the block count (" +
+                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the block count (" +
                         fm.describe(ref_rank) + ": " + std::to_string(ref->blocks) + ", " + fm.describe(x) + ": " +
                         std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
@@ -584,7 +590,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
         const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
         Diagnostic& d = diags.error(b ? b->span : (a ? a->span : decl.name_span),
-                                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) +
+                                    instance_label(req.p, out.root, decl.collective) +
                                         ": ranks disagree on the round structure at round " + std::to_string(i) +
                                         " (" + fm.describe(x) + (b ? " opens it here" : " has no such round") +
                                         "); conditions and bounds of round loops must not depend on the rank");
@@ -597,7 +603,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         while (k < me.segments.size() && k < ref->segments.size() && me.segments[k] == ref->segments[k]) ++k;
         const Expr* seg = decl.segment.get();
         diags.error(seg ? seg->span : decl.name_span,
-                    "p=" + std::to_string(req.p) + " root=" + std::to_string(out.root) + ": ranks disagree on the segment size" +
+                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the segment size" +
                         (k < me.segments.size() && k < ref->segments.size()
                              ? " in round " + std::to_string(k) + " (" + fm.describe(ref_rank) + ": " +
                                    std::to_string(ref->segments[k]) + " bytes, " + fm.describe(x) + ": " +
