@@ -35,6 +35,9 @@ double time_us(const std::function<void()>& call, int reps) {
   return t[t.size() / 2];
 }
 
+/// time_us(call) when the schedule applies at this p, else -1 (no row printed).
+double time_if(bool applies, const std::function<void()>& call, int reps) { return applies ? time_us(call, reps) : -1.0; }
+
 void row(const char* coll, const char* name, size_t bytes, double bine, double mpi) {
   if (bine < 0) return;  // the schedule does not apply at this p
   if (rank == 0) std::printf("%-15s %-36s %9zu B %10.1f us %10.1f us %7.2fx\n", coll, name, bytes, bine, mpi, bine / mpi);
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
     const int reps = bytes <= 4096 ? 50 : 10;
     std::vector<int> a(n * p, 1), b(n * p, 0);
     double ref = time_us([&] { MPI_Allreduce(a.data(), b.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps);
-#define AR(f, o, s) row("allreduce", #f, bytes, (f##_applicable(size) ? time_us([&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define AR(f, o, s) row("allreduce", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
     BINE_ALLREDUCE_SCHEDULES(AR)
     // Segmentation (the `segment` clause, here through its BINE_SEGMENT_BYTES override):
     // bine_allreduce_rsag with pieces of 1/16 and 1/4 of the vector, same run, same ref.
@@ -70,27 +73,27 @@ int main(int argc, char** argv) {
       unsetenv("BINE_SEGMENT_BYTES");
     }
     ref = time_us([&] { MPI_Bcast(a.data(), int(n), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
-#define BC(f, o, s) row("bcast", #f, bytes, (f##_applicable(size) ? time_us([&] { f(a.data(), n, MPI_INT, 0, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define BC(f, o, s) row("bcast", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), n, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
     BINE_BCAST_SCHEDULES(BC)
     ref = time_us([&] { MPI_Reduce(a.data(), b.data(), int(n), MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD); }, reps);
-#define RD(f, o, s) row("reduce", #f, bytes, (f##_applicable(size) ? time_us([&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define RD(f, o, s) row("reduce", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD); }, reps), ref);
     BINE_REDUCE_SCHEDULES(RD)
     const size_t nb = std::max<size_t>(1, n / p);  // per-rank block: total vector ~ bytes
     ref = time_us([&] { MPI_Allgather(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, MPI_COMM_WORLD); }, reps);
-#define AG(f, o, s) row("allgather", #f, nb * p * 4, (f##_applicable(size) ? time_us([&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define AG(f, o, s) row("allgather", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps), ref);
     BINE_ALLGATHER_SCHEDULES(AG)
     ref = time_us([&] { MPI_Gather(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
-#define GA(f, o, s) row("gather", #f, nb * p * 4, (f##_applicable(size) ? time_us([&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define GA(f, o, s) row("gather", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
     BINE_GATHER_SCHEDULES(GA)
     ref = time_us([&] { MPI_Scatter(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
-#define SC(f, o, s) row("scatter", #f, nb * p * 4, (f##_applicable(size) ? time_us([&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define SC(f, o, s) row("scatter", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
     BINE_SCATTER_SCHEDULES(SC)
     ref = time_us([&] { MPI_Reduce_scatter_block(a.data(), b.data(), int(nb), MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps);
-#define RS(f, o, s) row("reduce_scatter", #f, nb * p * 4, (f##_applicable(size) ? time_us([&] { f(a.data(), b.data(), nb, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define RS(f, o, s) row("reduce_scatter", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), nb, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
     BINE_REDUCE_SCATTER_SCHEDULES(RS)
     std::vector<int> c(nb * p, 0);
     ref = time_us([&] { MPI_Alltoall(a.data(), int(nb), MPI_INT, c.data(), int(nb), MPI_INT, MPI_COMM_WORLD); }, reps);
-#define A2A(f, o, s) row("alltoall", #f, nb * p * 4, (f##_applicable(size) ? time_us([&] { f(a.data(), nb, MPI_INT, c.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps) : -1.0), ref);
+#define A2A(f, o, s) row("alltoall", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, c.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps), ref);
     BINE_ALLTOALL_SCHEDULES(A2A)
   }
   MPI_Finalize();

@@ -597,19 +597,17 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         if (a) add_note(d, a->span, "the first active rank, " + fm.describe(ref_rank) + ", opens it here");
         return InstStatus::error;
       }
-      // Checked after the round structure: ranks that agree on their rounds have one segment size per round.
+      // Checked after the round structure: ranks that agree on their rounds have one
+      // segment size per round each, so the two lists have the same length.
       if (me.segments != ref->segments) {
         size_t k = 0;
-        while (k < me.segments.size() && k < ref->segments.size() && me.segments[k] == ref->segments[k]) ++k;
+        while (me.segments[k] == ref->segments[k]) ++k;
         const Expr* seg = decl.segment.get();
         diags.error(seg ? seg->span : decl.name_span,
-                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the segment size" +
-                        (k < me.segments.size() && k < ref->segments.size()
-                             ? " in round " + std::to_string(k) + " (" + fm.describe(ref_rank) + ": " +
-                                   std::to_string(ref->segments[k]) + " bytes, " + fm.describe(x) + ": " +
-                                   std::to_string(me.segments[k]) + ")"
-                             : std::string()) +
-                        "; the segment size must not depend on the rank");
+                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the segment size in round " +
+                        std::to_string(k) + " (" + fm.describe(ref_rank) + ": " + std::to_string(ref->segments[k]) +
+                        " bytes, " + fm.describe(x) + ": " + std::to_string(me.segments[k]) +
+                        "); the segment size must not depend on the rank");
         return InstStatus::error;
       }
     }
