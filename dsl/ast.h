@@ -41,7 +41,7 @@ struct Expr {
   int fn = -1;         ///< call: index of the user fn in Program::fns
 };
 
-enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute, round_block };
+enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute, round_block, local };
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
@@ -54,8 +54,8 @@ struct Stmt {
   std::string other; ///< mirror: the mirrored phase
   Span name_span;
   ExprPtr a, b, c;   ///< let/var/assign: a; for: a..b; if: a; send/recv: a=set, b=peer;
-                     ///< exchange: a=out set, b=in set, c=peer
-  bool reduce = false;
+                     ///< exchange: a=out set, b=in set, c=peer; local: a=source, b=destination
+  bool reduce = false;  ///< recv/exchange/local: combine (else copy)
   Span reduce_span;  ///< recv/exchange: the 'reduce' keyword, when present
   Block body, else_body;
   // sema
@@ -117,6 +117,9 @@ struct ScheduleDecl {
   /// `segment E`: messages of the schedule's rounds are sent in pieces of at most E bytes
   /// (whole elements, at least one), each reduced as it arrives; 0 or null: unsegmented.
   ExprPtr segment;
+  /// `scratch K`: K scratch buffers per rank besides the vector, each of the same B blocks;
+  /// `buf(j, S)` names blocks S of buffer j (0: the vector). Null: none.
+  ExprPtr scratch;
   Span fold_span;
   bool fold = false;       ///< `fold`: two-one elimination around the body
   std::vector<Param> params;

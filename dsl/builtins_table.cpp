@@ -27,6 +27,8 @@ const std::vector<BuiltinFn>& builtin_fns() {
       {"nu", {T::integer, T::integer}, T::integer, "bine::nu", "Bine remap of rank r for p = 2^k (Bine paper Sec. 3.2)"},
       {"size", {T::set}, T::integer, "bine::set_size", "number of blocks in a set"},
       {"contains", {T::set, T::integer}, T::boolean, "bine::set_contains", "block i is in the set"},
+      {"buf", {T::integer, T::set}, T::set, "cx.buf", "blocks S of buffer j (0: the vector, 1..K: `scratch K` buffers)"},
+      {"bufs", {T::integer, T::integer, T::set}, T::set, "cx.bufs", "blocks S of buffers a .. b-1 (0 <= a <= b <= K + 1)"},
   };
   return t;
 }

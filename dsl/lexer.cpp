@@ -46,6 +46,8 @@ const char* tok_name(Tok t) {
     case Tok::kw_true: return "'true'";
     case Tok::kw_false: return "'false'";
     case Tok::kw_permute: return "'permute'";
+    case Tok::kw_scratch: return "'scratch'";
+    case Tok::kw_into: return "'into'";
     case Tok::kw_round: return "'round'";
     case Tok::kw_return: return "'return'";
     case Tok::lbrace: return "'{'";
@@ -105,7 +107,7 @@ const std::unordered_map<std::string, Tok>& keywords() {
       {"mirror", Tok::kw_mirror},     {"all", Tok::kw_all},
       {"none", Tok::kw_none},         {"block", Tok::kw_block},
       {"wrap", Tok::kw_wrap},         {"stride", Tok::kw_stride},
-      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round}, {"return", Tok::kw_return},         {"false", Tok::kw_false},
+      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round}, {"return", Tok::kw_return}, {"scratch", Tok::kw_scratch}, {"into", Tok::kw_into},         {"false", Tok::kw_false},
   };
   return k;
 }

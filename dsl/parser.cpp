@@ -83,7 +83,7 @@ class Parser {
   /// Keywords that only start a schedule item ('requires', 'blocks', ...), not a statement.
   bool at_item_keyword() const {
     return at(Tok::kw_requires) || at(Tok::kw_blocks) || at(Tok::kw_fold) || at(Tok::kw_params) || at(Tok::kw_fn) ||
-           at(Tok::kw_segment);
+           at(Tok::kw_segment) || at(Tok::kw_scratch);
   }
   Span span_from(const Span& b) const {
     Span s = b;
@@ -115,7 +115,7 @@ class Parser {
         case Tok::kw_let: case Tok::kw_var: case Tok::kw_for: case Tok::kw_if: case Tok::kw_send:
         case Tok::kw_recv: case Tok::kw_exchange: case Tok::kw_phase: case Tok::kw_schedule:
         case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn: case Tok::kw_fold: case Tok::kw_params:
-        case Tok::kw_segment:
+        case Tok::kw_segment: case Tok::kw_scratch:
           if (depth == 0) return;
           break;
         case Tok::ident: case Tok::integer: case Tok::lparen: case Tok::kw_else: case Tok::kw_true:
@@ -202,7 +202,7 @@ class Parser {
     while (!at(Tok::eof) && !at(Tok::kw_schedule)) ++pos_;
   }
 
-  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'fold'
+  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold'
   //       | 'params' '{' {IDENT '=' expr [',']} '}' | fn_decl | stmt
   void item(ScheduleDecl& s) {
     if (accept(Tok::kw_requires)) {
@@ -219,6 +219,12 @@ class Parser {
       ++pos_;
       if (s.segment) diags_.error(b, "duplicate 'segment' declaration");
       if (ExprPtr e = expr()) s.segment = std::move(e); else synchronize();
+      accept(Tok::semi);
+    } else if (at(Tok::kw_scratch)) {
+      const Span b = cur().span;
+      ++pos_;
+      if (s.scratch) diags_.error(b, "duplicate 'scratch' declaration");
+      if (ExprPtr e = expr()) s.scratch = std::move(e); else synchronize();
       accept(Tok::semi);
     } else if (at(Tok::kw_fold)) {
       if (s.fold) diags_.error(cur().span, "duplicate 'fold' declaration");
@@ -275,6 +281,7 @@ class Parser {
   //       | 'send' set 'to' expr | 'recv' set 'from' expr ['reduce' | 'copy']
   //       | 'exchange' set '/' set 'with' expr ['reduce' | 'copy']
   //       | 'permute' IDENT '->' expr | 'round' block
+  //       | ('reduce' | 'copy') set 'into' set
   //       | 'phase' IDENT (block | '=' 'mirror' '(' IDENT ')' | '=' IDENT ['(' [IDENT '=' expr {',' IDENT '=' expr}] ')'])   (top level only)
   StmtPtr stmt(bool top) {
     if (++stmt_depth_ > kMaxDepth) {
@@ -359,6 +366,26 @@ class Parser {
         StmtPtr s = make_stmt(StmtKind::round_block);
         ++pos_;
         if (!block(s->body, "after 'round'")) return fail();
+        return s;
+      }
+      // ('reduce' | 'copy') set 'into' set: a local reduction (dst = src op dst) or copy
+      // between the rank's own buffers, applied after the round's receives
+      case Tok::kw_reduce:
+      case Tok::kw_copy: {
+        // A trailing 'reduce'/'copy' (`send all to q reduce`) is a misplaced keyword, not
+        // a local statement: those start a line.
+        if (!at_line_start()) {
+          error_here("expected a statement, found " + describe(cur()));
+          return fail();
+        }
+        StmtPtr s = make_stmt(StmtKind::local);
+        s->reduce = at(Tok::kw_reduce);
+        if (s->reduce) s->reduce_span = cur().span;
+        ++pos_;
+        if (!(s->a = expr())) return fail();
+        if (!expect(Tok::kw_into, s->reduce ? "after the blocks to reduce" : "after the blocks to copy")) return fail();
+        if (!(s->b = expr())) return fail();
+        s->span = span_from(s->span);
         return s;
       }
       // permute IDENT '->' expr: block j of this rank moves to block expr (a bijection)

@@ -275,6 +275,14 @@ class Sema {
       const Type t = check_expr(*s.segment);
       if (t != Type::integer && t != Type::error) diags_.error(s.segment->span, std::string("'segment' needs an int size in bytes, not ") + type_name(t));
     }
+    if (s.scratch) {
+      const Type t = check_expr(*s.scratch);
+      if (t != Type::integer && t != Type::error)
+        diags_.error(s.scratch->span, std::string("'scratch' needs an int buffer count, not ") + type_name(t));
+      else if (collective_has_rank_blocks(s.collective))
+        diags_.error(s.scratch->span, std::string("'scratch' buffers are available to bcast, reduce and allreduce schedules, not ") +
+                                          collective_name(s.collective) + " (rank-indexed blocks)");
+    }
     // Params and the top-level statements share one scope (generated code declares them
     // side by side), so a top-level 'let' cannot reuse a parameter's name.
     for (StmtPtr& st : s.body) check_stmt(*st, /*round_level=*/true, /*in_round=*/false, /*top=*/true);
@@ -388,6 +396,17 @@ class Sema {
                                            collective_name(sched_->collective) +
                                            " schedule: only reduce, allreduce and reduce_scatter combine data");
         st.communicates = true;
+        st.round = !in_round;
+        return;
+      }
+      case StmtKind::local: {
+        expect_type(*st.a, check_expr(*st.a), Type::set, st.reduce ? "the blocks to reduce" : "the blocks to copy");
+        expect_type(*st.b, check_expr(*st.b), Type::set, "the destination blocks");
+        if (st.reduce && sched_ && !collective_reduces(sched_->collective))
+          diags_.error(st.reduce_span, std::string("'reduce' in ") + (collective_name(sched_->collective)[0] == 'a' ? "an " : "a ") +
+                                           collective_name(sched_->collective) +
+                                           " schedule: only reduce, allreduce and reduce_scatter combine data");
+        st.communicates = true;  // like a transfer, it belongs to a round
         st.round = !in_round;
         return;
       }

@@ -182,7 +182,13 @@ class Simulator {
         recv_at[size_t(y)] = recvs.size();
         const Round& rd = s_.ranks[size_t(y)][size_t(t)];
         for (size_t i = 0; i < rd.size(); ++i) {
-          if (!is_transfer(rd[i])) continue;  // local permutations cost nothing in this model
+          // A local reduction costs gamma per element after the round's messages, like a
+          // receive's; local copies and permutations cost nothing in this model.
+          if (const auto* lo = std::get_if<LocalOp>(&rd[i])) {
+            if (lo->reduce) reduce_[at(y, t)] += block_elements(lo->blocks, v_.elements, s_.blocks);
+            continue;
+          }
+          if (!is_transfer(rd[i])) continue;
           const int64_t x = peer_of(rd[i]);
           if (x < 0 || x >= p_ || x == y) {
             err = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": invalid peer " + std::to_string(x);
@@ -316,7 +322,7 @@ class Simulator {
     pending_[size_t(r)] = int64_t(e - b);
     if (b == e) {
       msgs_done_[at(r, t)] = now;
-      push(now, false, r);  // no messages, hence no reductions
+      push(now + prm_.gamma * double(reduce_[at(r, t)]), false, r);  // only local reductions, if any
       return;
     }
     for (size_t i = b; i < e; ++i) {
@@ -517,7 +523,8 @@ std::string decomposition(const CriticalPath& cp, const CostParams& prm) {
 
 uint64_t block_elements(const BlockSet& b, uint64_t n, int64_t B) {
   uint64_t e = 0;
-  for (const auto& [lo, hi] : b.ranges()) e += block_begin(n, uint64_t(B), uint64_t(hi)) - block_begin(n, uint64_t(B), uint64_t(lo));
+  for (const auto& [lo, hi] : b.ranges())
+    e += buffer_block_begin(n, uint64_t(B), uint64_t(hi)) - buffer_block_begin(n, uint64_t(B), uint64_t(lo));
   return e;
 }
 

@@ -86,6 +86,7 @@ class RankRun {
   std::vector<std::string> labels;
   std::vector<int64_t> segments;    ///< the `segment` size in force in each round (bytes, 0: none)
   int64_t blocks = 1;
+  int64_t scratch = 0;              ///< K of `scratch K` (buffers besides the vector)
   int64_t top_segment = 0;          ///< the top-level schedule's `segment` (fold rounds use it)
   std::string unmet;
   const Expr* unmet_clause = nullptr;  ///< the first false `requires` clause
@@ -104,6 +105,13 @@ class RankRun {
     if (blocks < 1 || blocks > kMaxBlocks)
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
+    if (sd_->scratch) {
+      scratch = eval_int(*sd_->scratch, sd_->scratch->span);
+      if (scratch < 0 || (scratch + 1) > kMaxBlocks / blocks)
+        fail(sd_->scratch->span, "scratch buffer count " + std::to_string(scratch) + " outside 0.." +
+                                     std::to_string(kMaxBlocks / blocks - 1) + " (at most " + std::to_string(kMaxBlocks) +
+                                     " blocks in all buffers)");
+    }
     top_segment = segment_ = eval_segment(*sd_, 0);
     exec_block(sd_->body);
     return true;
@@ -220,6 +228,12 @@ class RankRun {
       case StmtKind::round_block:
         exec_block(s.body);
         return;
+      case StmtKind::local: {
+        BlockSet src = fm_.real_blocks(eval_set(*s.a, s.span));
+        BlockSet dst = fm_.real_blocks(eval_set(*s.b, s.span));
+        add(LocalOp{std::move(src), std::move(dst), s.reduce, Origin{s.span, {}, {}}});
+        return;
+      }
       case StmtKind::permute: {
         // Block j moves to block f(j); f must be a bijection on [0, B).
         if (fm_.on && fm_.blocked)
@@ -276,6 +290,12 @@ class RankRun {
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
                                 " blocks, but this schedule has " + std::to_string(blocks));
         }
+        if (t.scratch) {
+          const int64_t k = eval_int(*t.scratch, t.scratch->span);
+          if (k > scratch)
+            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(k) +
+                                " scratch buffers, but this schedule declares " + std::to_string(scratch));
+        }
         const int64_t saved_segment = segment_;
         segment_ = eval_segment(t, segment_);
         exec_block(t.body);
@@ -299,6 +319,8 @@ class RankRun {
             o.via_span = s.span;
             if (const auto* snd = std::get_if<SendOp>(&op)) {
               rounds.back().push_back(RecvOp{snd->peer, snd->blocks, false, o});
+            } else if (std::holds_alternative<LocalOp>(op)) {
+              continue;  // local reductions and copies are not replayed by a mirror
             } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
               PermuteOp inv = *pm;  // mirrored: the inverse permutation
               for (size_t j = 0; j < pm->to.size(); ++j) inv.to[size_t(pm->to[j])] = int64_t(j);
@@ -426,7 +448,9 @@ class RankRun {
       case BuiltinId::rho: return rho(a);
       case BuiltinId::nu: return nu(a, b);
       case BuiltinId::size:
-      case BuiltinId::contains: break;
+      case BuiltinId::contains:
+      case BuiltinId::buf:
+      case BuiltinId::bufs: break;
     }
     fail(e.span, "internal: unknown builtin " + e.name);
   }
@@ -478,6 +502,34 @@ class RankRun {
       case ExprKind::ternary:
         return int_expr(*e.kids[0], at) ? set_expr(*e.kids[1], at) : set_expr(*e.kids[2], at);
       case ExprKind::name: return slots_[size_t(e.slot)].s;
+      case ExprKind::call:
+        if (e.builtin == int(BuiltinId::buf)) {
+          // buf(j, S): blocks S of buffer j, i.e. block indices j * B + S.
+          const int64_t j = int_expr(*e.kids[0], at);
+          const BlockSet in = set_expr(*e.kids[1], at);
+          if (j < 0 || j > scratch)
+            fail(e.span, "buffer " + std::to_string(j) + " outside 0.." + std::to_string(scratch) +
+                             (scratch ? " (0: the vector, 1.." + std::to_string(scratch) + ": the 'scratch' buffers)"
+                                      : " (the schedule declares no 'scratch' buffers)"));
+          if (!in.empty() && in.ranges().back().second > blocks)
+            fail(e.kids[1]->span, "buf() takes blocks of the vector, [0, " + std::to_string(blocks) + ")");
+          return in.shifted(j * blocks);
+        }
+        if (e.builtin == int(BuiltinId::bufs)) {
+          // bufs(a, b, S): blocks S of buffers a .. b-1.
+          const int64_t a = int_expr(*e.kids[0], at), b = int_expr(*e.kids[1], at);
+          const BlockSet in = set_expr(*e.kids[2], at);
+          if (a < 0 || a > b || b > scratch + 1)
+            fail(e.span, "buffers [" + std::to_string(a) + ", " + std::to_string(b) + ") outside [0, " + std::to_string(scratch + 1) +
+                             ") (0: the vector" + (scratch ? ", 1.." + std::to_string(scratch) + ": the 'scratch' buffers)" : "; the schedule declares no 'scratch' buffers)"));
+          if (!in.empty() && in.ranges().back().second > blocks)
+            fail(e.kids[2]->span, "bufs() takes blocks of the vector, [0, " + std::to_string(blocks) + ")");
+          BlockSet out;
+          if (in == BlockSet::all(blocks)) return BlockSet::range(a * blocks, b * blocks, (scratch + 1) * blocks);
+          for (int64_t j = a; j < b; ++j) out = out | in.shifted(j * blocks);
+          return out;
+        }
+        fail(e.span, "internal: int used as set");
       default: fail(e.span, "internal: int used as set");
     }
   }
@@ -583,6 +635,13 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
                         std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
+      if (me.scratch != ref->scratch) {
+        diags.error(decl.scratch ? decl.scratch->span : decl.name_span,
+                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the scratch buffer count (" +
+                        fm.describe(ref_rank) + ": " + std::to_string(ref->scratch) + ", " + fm.describe(x) + ": " +
+                        std::to_string(me.scratch) + "); it must not depend on the rank");
+        return InstStatus::error;
+      }
       const size_t n = std::min(me.sites.size(), ref->sites.size());
       size_t i = 0;
       while (i < n && me.sites[i] == ref->sites[i]) ++i;
@@ -619,6 +678,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     return InstStatus::not_applicable;
   }
   out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
+  out.scratch = ref ? ref->scratch : 0;
 
   const size_t body_rounds = ref ? ref->rounds.size() : 0;
   const size_t first = prologue ? 1 : 0;

@@ -25,7 +25,8 @@ std::string schedule_text(const Schedule& s) {
   std::ostringstream out;
   out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
-      << ", rounds = " << s.num_rounds << (s.fold ? ", fold two_one" : "") << "\n";
+      << (s.scratch > 0 ? ", scratch = " + std::to_string(s.scratch) : std::string()) << ", rounds = " << s.num_rounds
+      << (s.fold ? ", fold two_one" : "") << "\n";
   for (int64_t t = 0; t < s.num_rounds; ++t) {
     out << "\nround " << t << ": " << s.round_labels[size_t(t)];
     const int64_t seg = size_t(t) < s.round_segments.size() ? s.round_segments[size_t(t)] : 0;
@@ -36,6 +37,8 @@ std::string schedule_text(const Schedule& s) {
         out << "  rank " << r;
         if (const auto* snd = std::get_if<SendOp>(&op)) {
           out << " send " << format_blocks(snd->blocks) << " to " << snd->peer;
+        } else if (const auto* lo = std::get_if<LocalOp>(&op)) {
+          out << (lo->reduce ? " reduce " : " copy ") << format_blocks(lo->src) << " into " << format_blocks(lo->blocks);
         } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
           out << " permute";
           for (size_t j = 0; j < pm->to.size(); ++j) out << (j ? " " : " ") << j << "->" << pm->to[j];
@@ -56,6 +59,7 @@ std::string schedule_json(const Schedule& s) {
   j["p"] = s.p;
   j["root"] = s.root;
   j["blocks"] = s.blocks;
+  if (s.scratch > 0) j["scratch"] = s.scratch;
   j["fold"] = s.fold;
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
@@ -74,12 +78,26 @@ std::string schedule_json(const Schedule& s) {
           ops.push_back(o);
           continue;
         }
+        auto ranges_of = [](const BlockSet& b) {
+          nlohmann::ordered_json v = nlohmann::ordered_json::array();
+          for (const auto& [lo, hi] : b.ranges()) v.push_back({lo, hi});
+          return v;
+        };
+        if (const auto* lo = std::get_if<LocalOp>(&op)) {
+          o["op"] = lo->reduce ? "local_reduce" : "local_copy";
+          o["src"] = ranges_of(lo->src);
+          o["blocks"] = ranges_of(lo->blocks);
+          if (lo->origin.span.valid()) {
+            o["line"] = lo->origin.span.line;
+            o["column"] = lo->origin.span.col;
+          }
+          ops.push_back(o);
+          continue;
+        }
         const bool is_send = std::holds_alternative<SendOp>(op);
         o["op"] = is_send ? "send" : (std::get<RecvOp>(op).reduce ? "recv_reduce" : "recv_copy");
         o["peer"] = peer_of(op);
-        nlohmann::ordered_json ranges = nlohmann::ordered_json::array();
-        for (const auto& [lo, hi] : blocks_of(op).ranges()) ranges.push_back({lo, hi});
-        o["blocks"] = ranges;
+        o["blocks"] = ranges_of(blocks_of(op));
         const Origin& org = origin_of(op);
         if (org.span.valid()) {
           o["line"] = org.span.line;

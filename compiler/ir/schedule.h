@@ -40,10 +40,22 @@ struct PermuteOp {
   int64_t peer = -1;  ///< no peer (lets generic accessors compile; use is_transfer())
   BlockSet blocks;    ///< every block
 };
-using Op = std::variant<SendOp, RecvOp, PermuteOp>;
+/// Local reduction or copy between the rank's own blocks (`reduce S into D`, `copy S into
+/// D`), applied after the round's receives, in program order: the k-th block of `src`
+/// goes to the k-th block of `blocks`; reduce: dst = src op dst (src is the left operand,
+/// as in MPI_Reduce_local(src, dst)). Blocks index the rank's buffers: block b of buffer j
+/// is j * B + b (buffer 0 is the vector, 1..scratch the `scratch` buffers).
+struct LocalOp {
+  BlockSet src;
+  BlockSet blocks;   ///< the destination
+  bool reduce;
+  Origin origin;
+  int64_t peer = -1;  ///< no peer (generic accessors; use is_transfer())
+};
+using Op = std::variant<SendOp, RecvOp, PermuteOp, LocalOp>;
 
 /// True for SendOp and RecvOp.
-inline bool is_transfer(const Op& op) { return !std::holds_alternative<PermuteOp>(op); }
+inline bool is_transfer(const Op& op) { return std::holds_alternative<SendOp>(op) || std::holds_alternative<RecvOp>(op); }
 using Round = std::vector<Op>;
 
 struct Schedule {
@@ -52,6 +64,9 @@ struct Schedule {
   Collective collective = Collective::allreduce;
   int64_t p = 1, root = 0;
   int64_t blocks = 1;          ///< B: the vector is split into this many blocks
+  /// K scratch buffers of B blocks per rank (`scratch K`): block indices run over
+  /// [0, (K + 1) B), block b of buffer j being j * B + b; only [0, B) is the vector.
+  int64_t scratch = 0;
   bool fold = false;
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"

@@ -199,7 +199,22 @@ class Verifier {
   /// block to the receiver's k-th block (ascending order) when the counts agree. Vector
   /// blocks differ by one element, so sizes agree for every n only for equal block sets.
   bool sizes_agree(const BlockSet& a, const BlockSet& b) const {
-    return collective_has_rank_blocks(s_.collective) ? a.size() == b.size() : a == b;
+    if (collective_has_rank_blocks(s_.collective)) return a.size() == b.size();
+    if (s_.scratch == 0) return a == b;
+    return logical(a) == logical(b);
+  }
+  /// The vector blocks (index mod B) of a set over the vector and the scratch buffers, in
+  /// order: the element counts of two sets agree for every n exactly when these agree.
+  std::vector<int64_t> logical(const BlockSet& a) const {
+    std::vector<int64_t> v;
+    for (const auto& [lo, hi] : a.ranges())
+      for (int64_t b = lo; b < hi; ++b) v.push_back(b % s_.blocks);
+    return v;
+  }
+  /// "block 3", or "block 3 of buffer 2" for a scratch block.
+  std::string blk(int64_t i) const {
+    if (i < s_.blocks) return "block " + std::to_string(i);
+    return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
   }
   std::string size_rule() const {
     return collective_has_rank_blocks(s_.collective) ? "rank-indexed blocks: the counts must be equal"
@@ -296,8 +311,9 @@ class Verifier {
   }
   void init_state() {
     leaves_.assign(size_t(s_.p * s_.blocks), kNone);
-    state_.assign(size_t(s_.p), std::vector<int32_t>(size_t(s_.blocks), kNone));
-    writer_.assign(size_t(s_.p), std::vector<WriteSite>(size_t(s_.blocks)));
+    const size_t slots = size_t(s_.blocks * (s_.scratch + 1));  // the vector, then the scratch buffers (empty)
+    state_.assign(size_t(s_.p), std::vector<int32_t>(slots, kNone));
+    writer_.assign(size_t(s_.p), std::vector<WriteSite>(slots));
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t b = 0; b < s_.blocks; ++b) {
         int32_t v = kNone;
@@ -342,7 +358,7 @@ class Verifier {
             const int64_t sb = from[next++];
             const int32_t v = state_[size_t(x)][size_t(sb)];
             if (v == kNone) {
-              Diagnostic& d = report(origin_of(snd), at(x, t, sb) + "rank " + std::to_string(x) + " sends block " + std::to_string(sb) +
+              Diagnostic& d = report(origin_of(snd), at(x, t, sb) + "rank " + std::to_string(x) + " sends " + blk(sb) +
                                                          " to rank " + std::to_string(y) + " but holds no data for it");
               add_write_note(d, x, sb);
               return false;
@@ -354,7 +370,7 @@ class Verifier {
               const auto prev = reduced.find({y, b});
               const int32_t o = prev != reduced.end() ? ups[prev->second].term : state_[size_t(y)][size_t(b)];
               if (o == kNone) {
-                report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into block " + std::to_string(b) +
+                report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
                                        " but holds no data for it");
                 return false;
               }
@@ -382,6 +398,11 @@ class Verifier {
       state_[size_t(u.rank)][size_t(u.block)] = u.term;
       writer_[size_t(u.rank)][size_t(u.block)] = {t, u.origin};
     }
+    // Local reductions and copies, after the round's receives, in program order.
+    for (int64_t y = 0; y < s_.p; ++y)
+      for (const Op& op : s_.ranks[size_t(y)][size_t(t)])
+        if (const auto* lo = std::get_if<LocalOp>(&op))
+          if (!apply_local(y, t, *lo)) return false;
     // Local permutations, after the round's receives: block j moves to block to[j].
     for (int64_t y = 0; y < s_.p; ++y)
       for (const Op& op : s_.ranks[size_t(y)][size_t(t)])
@@ -395,6 +416,53 @@ class Verifier {
           state_[size_t(y)] = std::move(moved);
           writer_[size_t(y)] = std::move(wmoved);
         }
+    return true;
+  }
+  /// `reduce S into D` / `copy S into D` on rank y: the k-th block of S onto the k-th of D.
+  bool apply_local(int64_t y, int64_t t, const LocalOp& lo) {
+    const char* what = lo.reduce ? "local reduce" : "local copy";
+    const BlockSet both = lo.src & lo.blocks;
+    if (!both.empty()) {
+      report(lo.origin, at(y, t, first_block(both)) + what + ": source and destination share blocks " + format_blocks(both));
+      return false;
+    }
+    if (!sizes_agree(lo.src, lo.blocks)) {
+      report(lo.origin, at(y, t, first_block(lo.blocks)) + what + " size mismatch: blocks " + format_blocks(lo.src) + " onto blocks " +
+                            format_blocks(lo.blocks) + " (" + size_rule() + ")");
+      return false;
+    }
+    std::vector<int64_t> from;
+    for (const auto& [a, b] : lo.src.ranges())
+      for (int64_t i = a; i < b; ++i) from.push_back(i);
+    size_t next = 0;
+    std::vector<int32_t>& st = state_[size_t(y)];
+    for (const auto& [a, b] : lo.blocks.ranges())
+      for (int64_t d = a; d < b; ++d) {
+        const int64_t sb = from[next++];
+        const int32_t v = st[size_t(sb)];
+        if (v == kNone) {
+          Diagnostic& dg = report(lo.origin, at(y, t, sb) + what + ": rank " + std::to_string(y) + " reads " + blk(sb) + " but holds no data for it");
+          add_write_note(dg, y, sb);
+          return false;
+        }
+        int32_t nv = v;
+        if (lo.reduce) {
+          const int32_t o = st[size_t(d)];
+          if (o == kNone) {
+            report(lo.origin, at(y, t, d) + "local reduce: rank " + std::to_string(y) + " reduces into " + blk(d) + " but holds no data for it");
+            return false;
+          }
+          if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
+            const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
+            report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) + " counts rank" +
+                                  (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " twice");
+            return false;
+          }
+          nv = combine(v, o);
+        }
+        st[size_t(d)] = nv;
+        writer_[size_t(y)][size_t(d)] = {t, &lo.origin};
+      }
     return true;
   }
   static std::string mask_ranks(uint64_t m) {

@@ -126,6 +126,9 @@ class Emitter {
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
     o << ind << "cx.set_blocks(B);\n";
+    o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
+    o << ind << "(void)bine_scratch;\n";
+    if (sd_.scratch) o << ind << "if ((rc = cx.set_scratch(bine_scratch)) != MPI_SUCCESS) return rc;\n";
     if (sd_.segment)
       o << ind << "if ((rc = cx.set_segment(" << expr(*sd_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
     // The requirements of composed schedules, checked here on every rank, before the
@@ -179,6 +182,7 @@ class Emitter {
       for (const FnDecl& f : t.fns) fn(f, in);
       for (const ExprPtr& e : t.requires_) *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
       if (t.blocks) *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;\n";
+      if (t.scratch) *out_ << in << "if ((" << expr(*t.scratch) << ") > bine_scratch) return MPI_ERR_OTHER;  // scratch\n";
       if (t.segment) *out_ << in << "if ((" << expr(*t.segment) << ") < 0) return MPI_ERR_OTHER;  // segment\n";
       precheck_uses(t.body, in);
       *out_ << ind << "}\n";
@@ -335,6 +339,9 @@ class Emitter {
         o << ind << "{\n";
         block(s.body, ind + "  ");
         o << ind << "}\n";
+        return;
+      case StmtKind::local:
+        o << ind << "cx.local(" << expr(*s.a) << ", " << expr(*s.b) << ", /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";
         return;
       case StmtKind::permute:
         o << ind << "cx.permute([&](int64_t " << mangle(s.name) << ") -> int64_t { return " << expr(*s.a) << "; });\n";

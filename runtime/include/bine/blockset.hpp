@@ -21,6 +21,14 @@ inline uint64_t block_begin(uint64_t n, uint64_t B, uint64_t i) {
   return i * q + (i < m ? i : m);
 }
 
+/// Element offset of block i of the buffers' joint index space (`scratch` buffers): block
+/// i is block i mod B of buffer i / B, each buffer n elements long and laid out one after
+/// the other; equals block_begin() for 0 <= i <= B.
+inline uint64_t buffer_block_begin(uint64_t n, uint64_t B, uint64_t i) {
+  if (B == 0) return 0;
+  return (i / B) * n + block_begin(n, B, i % B);
+}
+
 class BlockSet {
  public:
   using Range = std::pair<int64_t, int64_t>;  ///< [lo, hi) of block indices
@@ -120,6 +128,16 @@ class BlockSet {
     return false;
   }
   const std::vector<Range>& ranges() const { return ranges_; }
+  /// The set with every block index moved up by d (d >= 0): blocks S of buffer j are
+  /// shifted(S, j * B).
+  BlockSet shifted(int64_t d) const {
+    BlockSet s = *this;
+    for (Range& r : s.ranges_) {
+      r.first += d;
+      r.second += d;
+    }
+    return s;
+  }
   /// Adds block i (used while building filtered sets in increasing order).
   void push_back_block(int64_t i) {
     if (!ranges_.empty() && ranges_.back().second == i)

@@ -52,6 +52,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "bine/blockset.hpp"
@@ -263,6 +264,7 @@ class Context {
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
+    if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
     if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
@@ -302,6 +304,54 @@ class Context {
     blocks_set_ = true;
   }
 
+  /// Gives the rank K scratch buffers of the vector's B blocks (`scratch K`): the working
+  /// buffer becomes (K + 1) * count elements, the vector first (copied in here and back out
+  /// by finish()), then buffer j at j * count. MPI_ERR_OTHER when K < 0, MPI_ERR_NO_MEM
+  /// when the allocation fails. Call after set_blocks().
+  int set_scratch(int64_t K) {
+    if (K < 0) return MPI_ERR_OTHER;
+    if (K == 0 || blocked_) return blocked_ && K > 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
+    const uint64_t bytes = count_ * elem_bytes_;
+    if (bytes > 0 && uint64_t(K) + 1 > UINT64_MAX / bytes) return MPI_ERR_NO_MEM;
+    ext_.reset(new (std::nothrow) char[(uint64_t(K) + 1) * bytes + 1]);
+    if (!ext_) return MPI_ERR_NO_MEM;
+    if (bytes > 0) std::memcpy(ext_.get(), buf_, bytes);
+    vec_out_ = buf_;
+    buf_ = ext_.get();
+    scratch_buffers_ = K;
+    announce();
+    return MPI_SUCCESS;
+  }
+  /// buf(j, S): blocks S of buffer j (0: the vector, 1..K: the scratch buffers), i.e. the
+  /// block indices j * B + S. A domain error (MPI_ERR_OTHER) outside 0..K.
+  BlockSet buf(int64_t j, const BlockSet& s) {
+    if (j < 0 || j > scratch_buffers_) {
+      domain_error("buf() names a buffer outside 0..K (the 'scratch' count)");
+      return {};
+    }
+    return s.shifted(j * geometry_blocks());
+  }
+  /// bufs(a, b, S): blocks S of buffers a .. b-1; a domain error unless 0 <= a <= b <= K + 1.
+  BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) {
+    if (a < 0 || a > b || b > scratch_buffers_ + 1) {
+      domain_error("bufs() names buffers outside 0..K (the 'scratch' count)");
+      return {};
+    }
+    const int64_t B = geometry_blocks();
+    if (s == BlockSet::all(B)) return BlockSet::range(a * B, b * B, (scratch_buffers_ + 1) * B);
+    BlockSet out;
+    for (int64_t j = a; j < b; ++j) out = out | s.shifted(j * B);
+    return out;
+  }
+  /// `reduce src into dst` / `copy src into dst`: applied after the round's receives, in
+  /// program order; the k-th block of src goes to the k-th block of dst (reduce:
+  /// dst = src op dst, MPI_Reduce_local(src, dst)).
+  void local(const BlockSet& src, const BlockSet& dst, bool reduce) {
+    Op op{real_blocks(dst), -1, false, reduce, {}, true, real_blocks(src)};
+    round_ops_.push_back(op);
+    round_posts_.push_back(std::move(op));
+  }
+
   /// Phases: rounds between begin_phase(id) and end_phase() are logged so that
   /// mirror(id) can replay them reversed.
   void begin_phase(int id) {
@@ -336,7 +386,7 @@ class Context {
       hit[size_t(d)] = 1;
       to[size_t(j)] = d;
     }
-    Op op{BlockSet(), -1, false, false, std::move(to)};
+    Op op{BlockSet(), -1, false, false, std::move(to), false, {}};
     round_ops_.push_back(op);
     round_posts_.push_back(std::move(op));
   }
@@ -349,10 +399,10 @@ class Context {
     }
     BlockSet sent;
     for (const Op& op : round_posts_)
-      if (!op.is_recv) sent = sent | op.set;
+      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
     for (size_t i = 0; i < round_posts_.size(); ++i) {
       const Op& op = round_posts_[i];
-      if (!op.perm.empty()) {
+      if (!op.perm.empty() || op.local) {
         permutes_.push_back(op);
         continue;
       }
@@ -360,7 +410,7 @@ class Context {
       BlockSet touched = sent;
       if (op.is_recv && op.reduce)
         for (size_t j = 0; j < round_posts_.size(); ++j)
-          if (j != i && round_posts_[j].is_recv) touched = touched | round_posts_[j].set;
+          if (j != i && round_posts_[j].is_recv && !round_posts_[j].local) touched = touched | round_posts_[j].set;
       transfer(op, sent, touched);
     }
     round_posts_.clear();
@@ -370,8 +420,17 @@ class Context {
       if (pd.early) continue;  // reduced piece by piece in complete_round()
       if ((rc = apply_pending(pd, 0, pd.total)) != MPI_SUCCESS) return rc;
     }
-    for (const Op& op : permutes_) apply_permutation(op.perm);
+    // Local reductions and copies in program order, then permutations (never in one round:
+    // a permute is a round of its own).
+    for (const Op& op : permutes_)
+      if (op.local && (rc = apply_local(op)) != MPI_SUCCESS) return rc;
+    for (const Op& op : permutes_)
+      if (!op.local) apply_permutation(op.perm);
     permutes_.clear();
+    if (const char* e = take_domain_error()) {
+      (void)e;
+      return MPI_ERR_OTHER;
+    }
     pending_.clear();
     scratch_.clear();
     if (recording_ >= 0) log_[size_t(recording_)].push_back(round_ops_);
@@ -385,13 +444,14 @@ class Context {
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
       begin_round();
       for (const Op& op : *it) {
+        if (op.local) continue;  // local reductions and copies are not replayed
         if (op.perm.empty()) {
           post(op.set, op.real_peer, !op.is_recv, false, true);
           continue;
         }
         std::vector<int64_t> inv(op.perm.size());  // mirrored permutation: the inverse
         for (size_t j = 0; j < op.perm.size(); ++j) inv[size_t(op.perm[j])] = int64_t(j);
-        Op back{BlockSet(), -1, false, false, std::move(inv)};
+        Op back{BlockSet(), -1, false, false, std::move(inv), false, {}};
         round_ops_.push_back(back);
         round_posts_.push_back(std::move(back));
       }
@@ -408,6 +468,8 @@ class Context {
     bool is_recv;
     bool reduce;
     std::vector<int64_t> perm;  ///< a local permutation (block j -> perm[j]) when not empty
+    bool local = false;         ///< a local reduction / copy: src -> set (reduce: set = src op set)
+    BlockSet src;
   };
   /// A receive into scratch memory, applied after the round's wait: element ranges of
   /// the working buffer filled in order from the scratch buffer.
@@ -620,8 +682,8 @@ class Context {
   /// Posts the transfers of one op over real blocks; `log` records it for mirror().
   /// Records one op of the current round; end_round() posts them all together.
   void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool log) {
-    if (log) round_ops_.push_back({set, real, is_recv, reduce, {}});
-    round_posts_.push_back({set, real, is_recv, reduce, {}});
+    if (log) round_ops_.push_back({set, real, is_recv, reduce, {}, false, {}});
+    round_posts_.push_back({set, real, is_recv, reduce, {}, false, {}});
   }
   /// Posts the MPI transfer of one op: one message (split at kMaxChunk elements). A block
   /// set of several ranges is packed into scratch (send) or received into scratch and
@@ -632,8 +694,8 @@ class Context {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     uint64_t total = 0;
     for (const BlockSet::Range& rg : op.set.ranges()) {
-      const uint64_t off = block_begin(count_, B, uint64_t(rg.first));
-      const uint64_t cnt = block_begin(count_, B, uint64_t(rg.second)) - off;
+      const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
+      const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
       if (cnt == 0) continue;
       ranges.push_back({off, cnt});
       total += cnt;
@@ -671,6 +733,46 @@ class Context {
         MPI_Isend(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
     }
   }
+  /// Element ranges (offset, count) of a block set in the working buffer, scratch included.
+  std::vector<std::pair<uint64_t, uint64_t>> element_ranges(const BlockSet& set) const {
+    const uint64_t B = uint64_t(geometry_blocks());
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const BlockSet::Range& rg : set.ranges()) {
+      const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
+      const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
+      if (cnt > 0) out.push_back({off, cnt});
+    }
+    return out;
+  }
+  /// A local reduction or copy: the elements of op.src, in order, onto those of op.set.
+  int apply_local(const Op& op) {
+    const auto from = element_ranges(op.src), to = element_ranges(op.set);
+    uint64_t nf = 0, nt = 0;
+    for (const auto& fr : from) nf += fr.second;
+    for (const auto& tr : to) nt += tr.second;
+    if (nf != nt) {
+      domain_error("a local reduce or copy between blocks of different sizes");
+      return MPI_ERR_OTHER;
+    }
+    size_t i = 0, j = 0;
+    uint64_t di = 0, dj = 0;  // elements done in from[i], to[j]
+    char* base = static_cast<char*>(buf_);
+    while (i < from.size() && j < to.size()) {
+      uint64_t c = from[i].second - di < to[j].second - dj ? from[i].second - di : to[j].second - dj;
+      if (c > kMaxChunk) c = kMaxChunk;
+      char* src = base + (from[i].first + di) * elem_bytes_;
+      char* dst = base + (to[j].first + dj) * elem_bytes_;
+      if (op.reduce) {
+        const int rc = MPI_Reduce_local(src, dst, int(c), datatype_, op_);
+        if (rc != MPI_SUCCESS) return rc;
+      } else {
+        std::memmove(dst, src, c * elem_bytes_);
+      }
+      if ((di += c) == from[i].second) { ++i; di = 0; }
+      if ((dj += c) == to[j].second) { ++j; dj = 0; }
+    }
+    return MPI_SUCCESS;
+  }
   /// Moves block j of the working buffer to block perm[j].
   void apply_permutation(const std::vector<int64_t>& perm) {
     const uint64_t B = uint64_t(geometry_blocks());
@@ -698,6 +800,9 @@ class Context {
   Collective kind_ = Collective::allreduce;
   void* buf_ = nullptr;
   std::unique_ptr<char[]> own_;  ///< internal working buffer, left uninitialized
+  std::unique_ptr<char[]> ext_;  ///< vector + scratch buffers (`scratch K`), when K > 0
+  void* vec_out_ = nullptr;      ///< the vector's home when working in ext_: copied back by finish()
+  int64_t scratch_buffers_ = 0;  ///< K
   uint64_t count_ = 0, elem_bytes_ = 1;
   MPI_Datatype datatype_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
@@ -719,7 +824,7 @@ class Context {
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
   std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
   std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
-  std::vector<Op> permutes_;     ///< this round's local permutations, applied last
+  std::vector<Op> permutes_;     ///< this round's local reductions / copies and permutations, applied last
   int recording_ = -1;
   std::vector<std::vector<std::vector<Op>>> log_;
 };
