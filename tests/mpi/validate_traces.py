@@ -23,6 +23,39 @@ def block_begin(n, B, i):
     return i * q + min(i, m)
 
 
+def buffer_block_begin(n, B, i):
+    """Element offset of block i over the vector and the scratch buffers (block i mod B of
+    buffer i // B, buffers of n elements one after the other)."""
+    return (i // B) * n + block_begin(n, B, i % B)
+
+
+def element_ranges(n, B, blocks):
+    out = []
+    for lo, hi in blocks:
+        off = buffer_block_begin(n, B, lo)
+        cnt = buffer_block_begin(n, B, hi) - off
+        if cnt:
+            out.append((off, cnt))
+    return out
+
+
+def local_reductions(n, B, op, chunk=(1 << 31) - 1):
+    """The MPI_Reduce_local calls of a local reduce: source and destination element ranges
+    walked together (runtime apply_local), recorded at the destination's offset."""
+    src, dst = element_ranges(n, B, op["src"]), element_ranges(n, B, op["blocks"])
+    calls, i, j, di, dj = [], 0, 0, 0, 0
+    while i < len(src) and j < len(dst):
+        c = min(src[i][1] - di, dst[j][1] - dj, chunk)
+        calls.append(("reduce", -1, dst[j][0] + dj, c))
+        di += c
+        dj += c
+        if di == src[i][1]:
+            i, di = i + 1, 0
+        if dj == dst[j][1]:
+            j, dj = j + 1, 0
+    return calls
+
+
 def pieces(total, piece):
     """(first, count) of the pieces of a message of `total` elements."""
     return [(f, min(piece, total - f)) for f in range(0, total, piece)]
@@ -34,6 +67,7 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
     when it reduces, has several ranges, or overlaps a block the round sends, and reductions
     are then applied per range (MPI_Reduce_local). Local permutations make no MPI calls."""
     B = sched["blocks"]
+    n //= sched.get("scratch", 0) + 1  # the trace counts the vector and its scratch buffers
     out = []
     segs = sched.get("round_segments") or [0] * len(sched["ranks"][rank])
     for t, rnd in enumerate(sched["ranks"][rank]):
@@ -50,12 +84,14 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
                 for lo, hi in op["blocks"]:
                     sent.update(range(lo, hi))
         for i, op in enumerate(rnd):
-            if op["op"] == "permute":
-                continue
+            if op["op"] == "permute" or op["op"] == "local_copy":
+                continue  # no MPI calls
+            if op["op"] == "local_reduce":
+                continue  # after the round's receives, below
             ranges = []
             for lo, hi in op["blocks"]:
-                off = block_begin(n, B, lo)
-                cnt = block_begin(n, B, hi) - off
+                off = buffer_block_begin(n, B, lo)
+                cnt = buffer_block_begin(n, B, hi) - off
                 if cnt:
                     ranges.append((lo, hi, off, cnt))
             if not ranges:
@@ -85,8 +121,16 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
                         if lo < hi:
                             calls.append(("reduce", -1, off + lo - at, hi - lo))
                         at += cnt
+        local = [c for op in rnd if op["op"] == "local_reduce" for c in local_reductions(n, B, op)]
         if calls:
-            out.append(Counter(calls))
+            out.append(Counter(calls + local))
+        elif local:
+            # A round of local reductions only posts nothing and waits for nothing: the
+            # trace files its MPI_Reduce_local calls under the last round that waited.
+            if out:
+                out[-1].update(local)
+            else:
+                out.append(Counter(local))
     return out
 
 

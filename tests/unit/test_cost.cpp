@@ -386,6 +386,40 @@ CostResult table1_run(const char* name, const T1Row& row, uint64_t m) {
   return run(inst(name, row.p), m, 1, c);
 }
 
+TEST_CASE("[RT] Table 1, column 'Ring, lat-opt.': rt_ring_lat_allreduce (Bruck allgather of whole vectors, postponed local reduction), printed values") {
+  // The rows of lines 142-165 whose first column survived the text extraction; legend as
+  // below (S: beta m = 0.1, gamma m = 0.01; M: 1, 0.1; L: 10, 1; XL: 100, 10 in units of
+  // alpha). m = 1000 one-byte elements; tolerance one unit of the last printed digit.
+  const std::vector<T1Row> rows = {{3, 0.1, 0.01, 2.22, 0.01}, {3, 1, 0.1, 4.20, 0.01},    {13, 10, 1, 136., 1},
+                                   {15, 10, 1, 158., 1},       {23, 0.1, 0.01, 7.42, 0.01}, {23, 10, 1, 247., 1},
+                                   {23, 100, 10, 2425., 1},    {63, 0.1, 0.01, 12.8, 0.1},  {63, 1, 0.1, 74.2, 0.1},
+                                   {63, 10, 1, 688., 1},       {63, 100, 10, 6826., 1}};
+  const uint64_t m = 1000;
+  for (const T1Row& row : rows) {
+    CAPTURE(row.p);
+    CAPTURE(row.bm);
+    const CostResult r = table1_run("rt_ring_lat_allreduce", row, m);
+    REQUIRE(r.ok);
+    CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+  }
+  // The formula of Sec. 3.5 (line 178), t_ring,lat-opt = alpha ceil(lg p) + beta m (p - 1)
+  // + gamma m (p - 1), for every p = 2..64; every rank sends p - 1 whole vectors and
+  // reduces p - 1 of them.
+  for (int64_t p = 2; p <= 64; ++p) {
+    CAPTURE(p);
+    const T1Row row{p, 1, 0.1, 0, 0};
+    const CostResult r = table1_run("rt_ring_lat_allreduce", row, m);
+    REQUIRE(r.ok);
+    const double P = double(p);
+    CHECK(r.makespan == doctest::Approx(double(oracle_ceil_log2(p)) + (P - 1) * row.bm + (P - 1) * row.gm));
+    CHECK(r.critical.coef_alpha == doctest::Approx(double(oracle_ceil_log2(p))));
+    for (const RankCost& rc : r.ranks) {
+      CHECK(rc.bytes_sent == uint64_t(p - 1) * m);
+      CHECK(rc.elements_reduced == uint64_t(p - 1) * m);
+    }
+  }
+}
+
 TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
   // Times in units of alpha; S: beta m = 0.1, gamma m = 0.01; M: 1 and 0.1; L: 10 and 1;
   // XL: 100 and 10 (legend, lines 166-167). m = 1000 one-byte elements.

@@ -319,7 +319,7 @@ class Context {
     vec_out_ = buf_;
     buf_ = ext_.get();
     scratch_buffers_ = K;
-    announce();
+    if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_ * (uint64_t(K) + 1));
     return MPI_SUCCESS;
   }
   /// buf(j, S): blocks S of buffer j (0: the vector, 1..K: the scratch buffers), i.e. the
