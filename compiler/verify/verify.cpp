@@ -217,8 +217,9 @@ class Verifier {
     return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
   }
   std::string size_rule() const {
-    return collective_has_rank_blocks(s_.collective) ? "rank-indexed blocks: the counts must be equal"
-                                                     : "sizes agree for every element count only when the block sets are equal";
+    if (collective_has_rank_blocks(s_.collective)) return "rank-indexed blocks: the counts must be equal";
+    if (s_.scratch > 0) return "sizes agree for every element count only when both name the same vector blocks, in order";
+    return "sizes agree for every element count only when the block sets are equal";
   }
   bool check_sizes() {
     for (int64_t t = 0; t < s_.num_rounds; ++t)
