@@ -836,6 +836,39 @@ TEST_CASE("[RT] Sec. 3.4 small ring for p = 3^a 2^n: (r-1)a + n rounds per phase
     }
 }
 
+TEST_CASE("[RT] Sec. 3.4 small ring, latency-optimized: 2a + n rounds of whole vectors, one fewer than elimination for q = 3, 9") {
+  // RT Sec. 3.4 with m <= b: whole vectors along each ring of 3 (r - 1 = 2 rounds per
+  // factor 3, both partials reduced locally when in), then recursive doubling over the 2^n
+  // factor: (2a + n)(alpha + m beta + m gamma). Sec. 4: "for small vectors and small q our
+  // algorithm achieves the optimal ceil(lg p) number of rounds", against ceil(lg p) + 1 for
+  // the latency-optimized elimination (rt_allreduce_lat: t_elim,lat-opt of line 178).
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  for (int64_t a = 0; a <= 3; ++a)
+    for (int64_t nn = 0; nn <= 4; ++nn) {
+      int64_t p = int64_t(1) << nn;
+      for (int64_t i = 0; i < a; ++i) p *= 3;
+      if (p > 256) continue;
+      CAPTURE(p);
+      const uint64_t n = 1000, N = n * 4;
+      const double k = double(2 * a + nn);
+      const CostResult sr = run(inst("rt_small_ring_lat_allreduce", p), n, 4, c);
+      expect(sr, c, {k, k * double(N), k * double(n)});
+      if (a >= 1 && a <= 2) {
+        CHECK(2 * a + nn == oracle_ceil_log2(p));
+        const CostResult el = run(inst("rt_allreduce_lat", p), n, 4, c);
+        REQUIRE(el.ok);
+        CHECK(el.critical.coef_alpha == doctest::Approx(double(oracle_ceil_log2(p) + 1)));
+        CHECK(sr.makespan < el.makespan);
+      }
+    }
+  // p = 3 is a single ring of 3 = the Bruck ring of RT Table 1's first column: 2.22 (S), 4.20 (M).
+  for (const T1Row& row : {T1Row{3, 0.1, 0.01, 2.22, 0.005}, T1Row{3, 1, 0.1, 4.20, 0.005}}) {
+    const CostResult r = table1_run("rt_small_ring_lat_allreduce", row, 1000);
+    REQUIRE(r.ok);
+    CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+  }
+}
+
 TEST_CASE("[RT] Sec. 3.2 overlapping elimination protocol: Sec. 3.3's closed form, the same cost as the non-overlapping one") {
   // RT line 128: "Both the overlapping and the non-overlapping protocol are exchanging the
   // same amount of data and number of messages. ... For large m > b the total time is
