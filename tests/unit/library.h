@@ -14,5 +14,10 @@ const ScheduleDecl& sched(const std::string& name);
 /// The instance for p and root, with `commutative` as `bine-cc schedule` sets it
 /// (default_commutative); fails the test unless instantiation succeeds.
 Schedule inst(const std::string& name, int64_t p, int64_t root = 0);
+/// The library plus one more file of the repository (a path relative to its root, e.g.
+/// "tests/schedules/rt_thresholds.bine"), loaded once per file; a load error fails the test.
+const Program& library_with(const std::string& extra);
+/// As `inst`, for a schedule of `program` (e.g. one of library_with(...)).
+Schedule inst(const Program& program, const std::string& name, int64_t p, int64_t root = 0);
 
 }  // namespace bine::test

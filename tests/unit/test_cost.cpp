@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost.h"
@@ -378,13 +379,14 @@ struct T1Row {
   double bm, gm, printed, tol;
 };
 /// `name` at row.p for m one-byte elements, alpha = 1 and beta, gamma set from the row.
-CostResult table1_run(const char* name, const T1Row& row, uint64_t m) {
+CostResult table1_run(const Schedule& s, const T1Row& row, uint64_t m) {
   CostParams c;
   c.alpha = 1;
   c.beta = row.bm / double(m);
   c.gamma = row.gm / double(m);
-  return run(inst(name, row.p), m, 1, c);
+  return run(s, m, 1, c);
 }
+CostResult table1_run(const char* name, const T1Row& row, uint64_t m) { return table1_run(inst(name, row.p), row, m); }
 
 TEST_CASE("[RT] Table 1, column 'Ring, lat-opt.': rt_ring_lat_allreduce (Bruck allgather of whole vectors, postponed local reduction), printed values") {
   // The rows of lines 142-165 whose first column survived the text extraction; legend as
@@ -420,44 +422,77 @@ TEST_CASE("[RT] Table 1, column 'Ring, lat-opt.': rt_ring_lat_allreduce (Bruck a
   }
 }
 
-TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
-  // Times in units of alpha; S: beta m = 0.1, gamma m = 0.01; M: 1 and 0.1; L: 10 and 1;
-  // XL: 100 and 10 (legend, lines 166-167). m = 1000 one-byte elements.
-  const std::vector<T1Row> rows = {
-      {3, 0.1, 0.01, 3.32, 0.005}, {3, 1, 0.1, 6.20, 0.005},  {3, 10, 1, 35.0, 0.05},   {5, 0.1, 0.01, 4.43, 0.005},
-      {5, 1, 0.1, 8.30, 0.005},    {5, 10, 1, 47.0, 0.05},    {7, 0.1, 0.01, 4.43, 0.005}, {7, 1, 0.1, 8.30, 0.005},
-      {7, 10, 1, 47.0, 0.05},      {13, 1, 0.1, 10.4, 0.05},  {15, 0.1, 0.01, 5.54, 0.005}, {15, 1, 0.1, 10.4, 0.05},
-      {23, 0.1, 0.01, 6.65, 0.005}, {23, 1, 0.1, 12.5, 0.05}};
-  const uint64_t m = 1000;
-  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat"})
-    for (const T1Row& row : rows) {
-      CAPTURE(name);
-      CAPTURE(row.p);
-      CAPTURE(row.bm);
-      const CostResult r = table1_run(name, row, m);
-      REQUIRE(r.ok);
-      CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
-    }
-  // p = 63 (line 162 and the two lines after it): the printed bandwidth terms 0.6, 6.0 and
-  // 600 use beta m ceil(lg p) = 6 beta m, but the paper's own formula (line 178; also line
-  // 130) is beta m (ceil(lg p) + 1) = 7 beta m, as in every other row (p = 23: 6 + 0.6 with
-  // ceil(lg 23) = 5). The model follows the formula: 7.76, 14.6, 767 instead of the printed
-  // 7.66, 13.6, 667.
-  struct Misprint {
-    double bm, gm, printed, formula;
-  };
-  for (const Misprint& mp : {Misprint{0.1, 0.01, 7.66, 7.76}, Misprint{1, 0.1, 13.6, 14.6}, Misprint{100, 10, 667, 767}}) {
+// Column "Elimination, lat-opt." (lines 142-165): times in units of alpha; S: beta m = 0.1,
+// gamma m = 0.01; M: 1 and 0.1; L: 10 and 1; XL: 100 and 10 (legend, lines 166-167), for
+// m = 1000 one-byte elements.
+const std::vector<T1Row> kLatOptRows = {
+    {3, 0.1, 0.01, 3.32, 0.005}, {3, 1, 0.1, 6.20, 0.005},  {3, 10, 1, 35.0, 0.05},   {5, 0.1, 0.01, 4.43, 0.005},
+    {5, 1, 0.1, 8.30, 0.005},    {5, 10, 1, 47.0, 0.05},    {7, 0.1, 0.01, 4.43, 0.005}, {7, 1, 0.1, 8.30, 0.005},
+    {7, 10, 1, 47.0, 0.05},      {13, 1, 0.1, 10.4, 0.05},  {15, 0.1, 0.01, 5.54, 0.005}, {15, 1, 0.1, 10.4, 0.05},
+    {23, 0.1, 0.01, 6.65, 0.005}, {23, 1, 0.1, 12.5, 0.05}};
+const uint64_t kLatOptM = 1000;
+// p = 63 (line 162 and the two lines after it): the printed bandwidth terms 0.6, 6.0 and
+// 600 use beta m ceil(lg p) = 6 beta m, but the paper's own formula (line 178; also line
+// 130) is beta m (ceil(lg p) + 1) = 7 beta m, as in every other row (p = 23: 6 + 0.6 with
+// ceil(lg 23) = 5). The model follows the formula: 7.76, 14.6, 767 instead of the printed
+// 7.66, 13.6, 667.
+struct Misprint {
+  double bm, gm, printed, formula;
+};
+const std::vector<Misprint> kLatOptP63 = {{0.1, 0.01, 7.66, 7.76}, {1, 0.1, 13.6, 14.6}, {100, 10, 667, 767}};
+/// The p = 63 entries of the column: the makespan is the formula's value, not the printed one.
+void check_lat_opt_p63(const Schedule& s) {
+  for (const Misprint& mp : kLatOptP63) {
     CAPTURE(mp.bm);
-    CostParams c;
-    c.alpha = 1;
-    c.beta = mp.bm / double(m);
-    c.gamma = mp.gm / double(m);
-    const CostResult r = run(inst("recursive_doubling_allreduce", 63), m, 1, c);
+    const CostResult r = table1_run(s, {63, mp.bm, mp.gm, mp.printed, 0}, kLatOptM);
     REQUIRE(r.ok);
     CHECK(r.makespan == doctest::Approx(mp.formula));
     CHECK(r.makespan == doctest::Approx(7 + 7 * mp.bm + 6 * mp.gm));
     CHECK(std::fabs(r.makespan - mp.printed) > 0.09 * mp.bm);
   }
+}
+
+TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
+  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat"})
+    for (const T1Row& row : kLatOptRows) {
+      CAPTURE(name);
+      CAPTURE(row.p);
+      CAPTURE(row.bm);
+      const CostResult r = table1_run(name, row, kLatOptM);
+      REQUIRE(r.ok);
+      CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+    }
+  check_lat_opt_p63(inst("recursive_doubling_allreduce", 63));
+}
+
+TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': rt_overlap_allreduce with halving = 0, printed values") {
+  // The overlapping protocol (Sec. 3.2) exchanging whole vectors at every level, through
+  // the wrapper rt_overlap_halving_0 of tests/schedules/rt_thresholds.bine. Sec. 3.3: "For
+  // small m <= b the total time is t = (1 + ceil(lg p)) alpha + m (1 + ceil(lg p)) beta +
+  // m ceil(lg p) gamma, where the extra round (the alpha-term) stems from the need to send
+  // the final result to the eliminated processes" (odd p).
+  const Program& prog = library_with("tests/schedules/rt_thresholds.bine");
+  for (const T1Row& row : kLatOptRows) {
+    CAPTURE(row.p);
+    CAPTURE(row.bm);
+    const Schedule s = inst(prog, "rt_overlap_halving_0", row.p);
+    CHECK(s.num_rounds == oracle_ceil_log2(row.p) + 1);
+    const CostResult r = table1_run(s, row, kLatOptM);
+    REQUIRE(r.ok);
+    CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
+  }
+  check_lat_opt_p63(inst(prog, "rt_overlap_halving_0", 63));
+  // The closed form, every p: ceil(lg p) + 1 rounds of the whole vector, ceil(lg p)
+  // reductions; a power of two is the butterfly without elimination (lg p rounds).
+  for (size_t k = 0; k < kMachines.size(); ++k)
+    for (int64_t p = 2; p <= 64; ++p) {
+      CAPTURE(k);
+      CAPTURE(p);
+      const CostParams c = flat(kMachines[k]);
+      const uint64_t n = 1000, N = n * 4;
+      const double lg = double(oracle_ceil_log2(p)), rounds = oracle_is_pow2(p) ? lg : lg + 1;
+      expect(run(inst(prog, "rt_overlap_halving_0", p), n, 4, c), c, {rounds, rounds * double(N), lg * double(n)});
+    }
 }
 
 TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-1 elimination with halving), printed values") {
@@ -873,19 +908,31 @@ TEST_CASE("[RT] Sec. 3.2 overlapping elimination protocol: Sec. 3.3's closed for
   // RT line 128: "Both the overlapping and the non-overlapping protocol are exchanging the
   // same amount of data and number of messages. ... For large m > b the total time is
   // t = 2 ceil(lg p) alpha + 2m(1.5 - 1/p') beta + m(1.5 - 1/p') gamma" (odd p, p' = 2^floor(lg p)).
+  // The defaults (bandwidth-optimized), then the same threshold in both (halving = 0, 1, 2:
+  // rt_allreduce_lat and the wrappers of tests/schedules/rt_thresholds.bine): equal makespans
+  // and critical-path latency terms, though the overlapping instance can have up to two more
+  // rounds at an intermediate threshold (a split round, the result to the C_z blocks).
+  const Program& prog = library_with("tests/schedules/rt_thresholds.bine");
+  const std::vector<std::pair<const char*, const char*>> pairs = {{"rt_overlap_allreduce", "rt_allreduce"},
+                                                                  {"rt_overlap_halving_0", "rt_allreduce_lat"},
+                                                                  {"rt_overlap_halving_1", "rt_halving_1"},
+                                                                  {"rt_overlap_halving_2", "rt_halving_2"}};
   for (size_t k = 0; k < kMachines.size(); ++k)
-    for (int64_t p = 2; p <= 64; ++p) {
-      CAPTURE(k);
-      CAPTURE(p);
-      const CostParams c = flat(kMachines[k]);
-      const uint64_t n = uint64_t(1) << 12, N = n * 8;
-      const CostResult ov = run(inst("rt_overlap_allreduce", p), n, 8, c);
-      const CostResult rt = run(inst("rt_allreduce", p), n, 8, c);
-      CHECK(ov.makespan == doctest::Approx(rt.makespan));
-      CHECK(ov.critical.coef_alpha == doctest::Approx(rt.critical.coef_alpha));
-      if (p % 2 == 1 && p > 1) {
-        const double pv = double(int64_t(1) << oracle_floor_log2(p)), f = 1.5 - 1.0 / pv;
-        expect(ov, c, {2.0 * double(oracle_ceil_log2(p)), 2.0 * f * double(N), f * double(n)});
+    for (int64_t p = 2; p <= 64; ++p)
+      for (const auto& [overlap, plain] : pairs) {
+        CAPTURE(k);
+        CAPTURE(p);
+        CAPTURE(overlap);
+        const CostParams c = flat(kMachines[k]);
+        const uint64_t n = uint64_t(1) << 12, N = n * 8;
+        const CostResult ov = run(inst(prog, overlap, p), n, 8, c);
+        const CostResult rt = run(inst(prog, plain, p), n, 8, c);
+        check_consistent(ov, c);
+        CHECK(ov.makespan == doctest::Approx(rt.makespan));
+        CHECK(ov.critical.coef_alpha == doctest::Approx(rt.critical.coef_alpha));
+        if (std::string(overlap) == "rt_overlap_allreduce" && p % 2 == 1) {
+          const double pv = double(int64_t(1) << oracle_floor_log2(p)), f = 1.5 - 1.0 / pv;
+          expect(ov, c, {2.0 * double(oracle_ceil_log2(p)), 2.0 * f * double(N), f * double(n)});
+        }
       }
-    }
 }
