@@ -202,6 +202,14 @@ class Parser {
     while (!at(Tok::eof) && !at(Tok::kw_schedule)) ++pos_;
   }
 
+  /// `KEYWORD expr` declared at most once (blocks, segment, scratch); the keyword is current.
+  void single_expr_item(ExprPtr& slot, const char* keyword) {
+    const Span b = cur().span;
+    ++pos_;
+    if (slot) diags_.error(b, std::string("duplicate '") + keyword + "' declaration");
+    if (ExprPtr e = expr()) slot = std::move(e); else synchronize();
+    accept(Tok::semi);
+  }
   // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold'
   //       | 'params' '{' {IDENT '=' expr [',']} '}' | fn_decl | stmt
   void item(ScheduleDecl& s) {
@@ -209,23 +217,11 @@ class Parser {
       if (ExprPtr e = expr()) s.requires_.push_back(std::move(e)); else synchronize();
       accept(Tok::semi);
     } else if (at(Tok::kw_blocks)) {
-      const Span b = cur().span;
-      ++pos_;
-      if (s.blocks) diags_.error(b, "duplicate 'blocks' declaration");
-      if (ExprPtr e = expr()) s.blocks = std::move(e); else synchronize();
-      accept(Tok::semi);
+      single_expr_item(s.blocks, "blocks");
     } else if (at(Tok::kw_segment)) {
-      const Span b = cur().span;
-      ++pos_;
-      if (s.segment) diags_.error(b, "duplicate 'segment' declaration");
-      if (ExprPtr e = expr()) s.segment = std::move(e); else synchronize();
-      accept(Tok::semi);
+      single_expr_item(s.segment, "segment");
     } else if (at(Tok::kw_scratch)) {
-      const Span b = cur().span;
-      ++pos_;
-      if (s.scratch) diags_.error(b, "duplicate 'scratch' declaration");
-      if (ExprPtr e = expr()) s.scratch = std::move(e); else synchronize();
-      accept(Tok::semi);
+      single_expr_item(s.scratch, "scratch");
     } else if (at(Tok::kw_fold)) {
       if (s.fold) diags_.error(cur().span, "duplicate 'fold' declaration");
       s.fold = true;

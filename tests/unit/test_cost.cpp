@@ -851,24 +851,32 @@ TEST_CASE("binary blocks allreduce against the 2-1 fold (Thakur et al. Sec. 5.2:
   }
 }
 
-TEST_CASE("[RT] Sec. 3.4 small ring for p = 3^a 2^n: (r-1)a + n rounds per phase, bandwidth-optimal terms") {
-  // RT line 140: the reduction phase takes (r-1)q + n rounds (r = 3, q = a here); with the
-  // mirrored routing phase and m/3 per ring round the whole allreduce costs
-  // 2(2a + n) alpha + 2(1 - 1/p) m beta + (1 - 1/p) m gamma (the Rabenseifner bound for any
-  // p). Line 171: for a = 1, 2 that is the optimal ceil(lg p) rounds per phase.
-  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+/// f(a, n, p) for every p = 3^a 2^n <= 256 with a <= 3, n <= 4 (the small ring's process counts).
+template <class F>
+void for_each_3a_2n(F f) {
   for (int64_t a = 0; a <= 3; ++a)
     for (int64_t nn = 0; nn <= 4; ++nn) {
       int64_t p = int64_t(1) << nn;
       for (int64_t i = 0; i < a; ++i) p *= 3;
       if (p > 256) continue;
       CAPTURE(p);
+      f(a, nn, p);
+    }
+}
+
+TEST_CASE("[RT] Sec. 3.4 small ring for p = 3^a 2^n: (r-1)a + n rounds per phase, bandwidth-optimal terms") {
+  // RT line 140: the reduction phase takes (r-1)q + n rounds (r = 3, q = a here); with the
+  // mirrored routing phase and m/3 per ring round the whole allreduce costs
+  // 2(2a + n) alpha + 2(1 - 1/p) m beta + (1 - 1/p) m gamma (the Rabenseifner bound for any
+  // p). Line 171: for a = 1, 2 that is the optimal ceil(lg p) rounds per phase.
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  for_each_3a_2n([&](int64_t a, int64_t nn, int64_t p) {
       const uint64_t n = uint64_t(p) * 96, N = n * 4;
       const double frac = double(p - 1) / double(p);
       expect(run(inst("rt_small_ring_allreduce", p), n, 4, c), c, {double(2 * (2 * a + nn)), 2 * frac * double(N), frac * double(n)});
       if (a <= 2) CHECK(2 * a + nn == oracle_ceil_log2(p));
       if (a == 3) CHECK(2 * a + nn == oracle_ceil_log2(p) + 1);  // 27 = 3^3: one round more than optimal
-    }
+  });
 }
 
 TEST_CASE("[RT] Sec. 3.4 small ring, latency-optimized: 2a + n rounds of whole vectors, one fewer than elimination for q = 3, 9") {
@@ -878,12 +886,7 @@ TEST_CASE("[RT] Sec. 3.4 small ring, latency-optimized: 2a + n rounds of whole v
   // algorithm achieves the optimal ceil(lg p) number of rounds", against ceil(lg p) + 1 for
   // the latency-optimized elimination (rt_allreduce_lat: t_elim,lat-opt of line 178).
   const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
-  for (int64_t a = 0; a <= 3; ++a)
-    for (int64_t nn = 0; nn <= 4; ++nn) {
-      int64_t p = int64_t(1) << nn;
-      for (int64_t i = 0; i < a; ++i) p *= 3;
-      if (p > 256) continue;
-      CAPTURE(p);
+  for_each_3a_2n([&](int64_t a, int64_t nn, int64_t p) {
       const uint64_t n = 1000, N = n * 4;
       const double k = double(2 * a + nn);
       const CostResult sr = run(inst("rt_small_ring_lat_allreduce", p), n, 4, c);
@@ -895,7 +898,7 @@ TEST_CASE("[RT] Sec. 3.4 small ring, latency-optimized: 2a + n rounds of whole v
         CHECK(el.critical.coef_alpha == doctest::Approx(double(oracle_ceil_log2(p) + 1)));
         CHECK(sr.makespan < el.makespan);
       }
-    }
+  });
   // p = 3 is a single ring of 3 = the Bruck ring of RT Table 1's first column: 2.22 (S), 4.20 (M).
   for (const T1Row& row : {T1Row{3, 0.1, 0.01, 2.22, 0.005}, T1Row{3, 1, 0.1, 4.20, 0.005}}) {
     const CostResult r = table1_run("rt_small_ring_lat_allreduce", row, 1000);
