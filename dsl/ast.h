@@ -121,7 +121,10 @@ struct ScheduleDecl {
   /// `buf(j, S)` names blocks S of buffer j (0: the vector). Null: none.
   ExprPtr scratch;
   Span fold_span;
-  bool fold = false;       ///< `fold`: two-one elimination around the body
+  bool fold = false;       ///< `fold` / `fold 2-1` / `fold 3-2`: elimination around the body
+  /// `fold 3-2`: Rabenseifner-Traeff elimination (one 3-2 step and pairs of 2-1 steps fused
+  /// with the body's first round; allreduce only). False: two-one elimination.
+  bool fold_three_two = false;
   std::vector<Param> params;
   std::vector<FnDecl> fns; ///< fns local to the schedule
   Block body;
@@ -138,5 +141,21 @@ struct Program {
   std::vector<FnDecl> fns;  ///< top-level fns
   std::vector<ScheduleDecl> schedules;
 };
+
+/// The `mirror` statement that ends a schedule's body, looking through a final
+/// `phase NAME = SCHEDULE` into the used schedule's body; null when the body does not end
+/// with one. Under `fold 3-2` the replay of the body's first round by this mirror is fused
+/// with the elimination's epilogue (docs/language.md, "fold 3-2"); the instantiator and the
+/// emitter both use this rule, so the compiler and generated code agree.
+inline const Stmt* final_mirror(const Program& prog, const ScheduleDecl& sd) {
+  const ScheduleDecl* cur = &sd;
+  for (int depth = 0; depth < 64 && !cur->body.empty(); ++depth) {
+    const Stmt& last = *cur->body.back();
+    if (last.kind == StmtKind::mirror) return &last;
+    if (last.kind != StmtKind::use || last.target < 0) return nullptr;
+    cur = &prog.schedules[size_t(last.target)];
+  }
+  return nullptr;
+}
 
 }  // namespace bine

@@ -210,7 +210,7 @@ class Parser {
     if (ExprPtr e = expr()) slot = std::move(e); else synchronize();
     accept(Tok::semi);
   }
-  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold'
+  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold' [INT '-' INT]
   //       | 'params' '{' {IDENT '=' expr [',']} '}' | fn_decl | stmt
   void item(ScheduleDecl& s) {
     if (accept(Tok::kw_requires)) {
@@ -227,6 +227,23 @@ class Parser {
       s.fold = true;
       s.fold_span = cur().span;
       ++pos_;
+      // 'fold' [INT '-' INT]: the elimination step, 2-1 (the default) or 3-2.
+      if (at(Tok::integer)) {
+        Span step = cur().span;
+        const int64_t a = cur().value;
+        ++pos_;
+        int64_t b = -1;
+        if (at(Tok::minus) && pos_ + 1 < toks_.size() && toks_[pos_ + 1].kind == Tok::integer) {
+          b = toks_[pos_ + 1].value;
+          step.end = toks_[pos_ + 1].span.end;
+          pos_ += 2;
+        }
+        if (a == 3 && b == 2) s.fold_three_two = true;
+        else if (!(a == 2 && b == 1))
+          diags_.error(step, "unknown elimination step '" + step.file->text.substr(step.begin, step.end - step.begin) +
+                                 "' (expected 'fold', 'fold 2-1' or 'fold 3-2')");
+        s.fold_span.end = step.end;
+      }
       accept(Tok::semi);
     } else if (accept(Tok::kw_params)) {
       const Span open = cur().span;

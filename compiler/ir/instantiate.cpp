@@ -24,6 +24,8 @@ struct Value {
 struct FoldMap {
   bool on = false;
   bool blocked = false;  ///< blocks are indexed by rank (gather, scatter, allgather, reduce_scatter)
+  bool three_two = false;  ///< `fold 3-2` (allreduce, root 0): the layout of `tt`
+  ThreeTwo tt;
   int64_t p = 1, root = 0, pv = 1, extra = 0;
   /// First v-space rank (block) of virtual rank w; w == pv gives p.
   int64_t v_first(int64_t w) const { return w < extra ? 2 * w : w + extra; }
@@ -40,17 +42,23 @@ struct FoldMap {
   int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
   bool active(int64_t x) const {
     if (!on) return true;
+    if (three_two) {
+      const ThreeTwo::Role ro = tt.role(v_of(x));
+      return ro != ThreeTwo::Role::shadow && ro != ThreeTwo::Role::triple_shadow;
+    }
     const int64_t v = v_of(x);
     return v >= 2 * extra || even(v);
   }
   int64_t body_rank(int64_t x) const {
     if (!on) return x;
+    if (three_two) return tt.virt(v_of(x));
     const int64_t v = v_of(x);
     return v < 2 * extra ? v / 2 : v - extra;
   }
   int64_t real_peer(int64_t w) const {
     if (!on) return mod(w, p);
     w = mod(w, pv);
+    if (three_two) return real_of_v(tt.survivor(w));
     return real_of_v(w < extra ? 2 * w : w + extra);
   }
   /// "rank x" for messages; under the fold also the rank the body sees as r.
@@ -79,6 +87,7 @@ class RankRun {
     root_ = fm.on ? 0 : root_real;
     slots_.resize(size_t(sd.num_slots));
     phase_rounds_.resize(size_t(sd.num_phases), {0, 0});
+    if (fm.three_two) fuse_mirror_ = final_mirror(prog, sd);
   }
 
   std::vector<Round> rounds;
@@ -90,6 +99,9 @@ class RankRun {
   int64_t top_segment = 0;          ///< the top-level schedule's `segment` (fold rounds use it)
   std::string unmet;
   const Expr* unmet_clause = nullptr;  ///< the first false `requires` clause
+  /// Under `fold 3-2`: the body round in which the body's final mirror replays body round 0
+  /// (the fold's epilogue is fused with it), else -1.
+  int64_t fused_round = -1;
 
   /// Runs params, requires, blocks and the body. Returns false when `requires` fails
   /// (unmet is set). Throws Failure after reporting a diagnostic.
@@ -312,6 +324,7 @@ class RankRun {
         const std::string via = "mirror of phase '" + s.other + "'";
         for (size_t i = end; i-- > start;) {
           open_round(s, "phase " + s.name + " (" + via + ", its body round " + std::to_string(i) + ")");
+          if (&s == fuse_mirror_ && i == 0) fused_round = int64_t(rounds.size()) - 1;
           const Round src = rounds[i];
           for (const Op& op : src) {
             Origin o = origin_of(op);
@@ -564,7 +577,186 @@ class RankRun {
   bool in_round_ = false;
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
+  const Stmt* fuse_mirror_ = nullptr;  ///< fold 3-2: final_mirror() of the schedule
 };
+
+/// What virtual rank w does in the body's first round (run of its survivor): the blocks it
+/// sends, the blocks it receives, and what it keeps = receives | (all - sends): the part of
+/// the vector it holds reduced over its pair afterwards.
+struct FirstRound {
+  BlockSet sent, received, kept;
+};
+FirstRound first_round(const Round& r0, const BlockSet& all) {
+  FirstRound f;
+  for (const Op& op : r0) {
+    if (const auto* s = std::get_if<SendOp>(&op)) f.sent = f.sent | s->blocks;
+    if (const auto* v = std::get_if<RecvOp>(&op)) f.received = f.received | v->blocks;
+  }
+  f.kept = f.received | (all - f.sent);
+  return f;
+}
+
+/// `fold 3-2` for p = p' + extra, extra > 0 (docs/language.md, "fold 3-2"; RT Sec. 3.1 and
+/// 3.3): the body ran on the survivors as p' virtual ranks; its first round is replaced by
+/// rounds A and B of the elimination, its last round, when it is the final mirror's replay
+/// of the first, by rounds E1 and E2 (else one epilogue round E follows the body). Body round
+/// k >= 1 becomes instance round k + 1 (the fused last one: R + 1), R + 2 rounds in all.
+InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vector<RankRun>& runs, const RankRun& ref,
+                           Schedule& out, DiagnosticSink& diags) {
+  using Role = ThreeTwo::Role;
+  const ThreeTwo& tt = fm.tt;
+  const size_t R = ref.rounds.size();
+  const std::string inst = instance_label(out.p, out.root, decl.collective);
+  if (R == 0) {
+    diags.error(decl.fold_span, inst + ": 'fold 3-2' needs a body with at least one round (its first round is fused with "
+                                       "the 3-2 step)");
+    return InstStatus::error;
+  }
+  const bool fused = R >= 2 && ref.fused_round == int64_t(R) - 1;
+  // The 3-2 and 2-1 steps stand in for the first butterfly exchange of the virtual ranks
+  // they double up (RT Sec. 3.1 and 3.3): that round must pair 2w with 2w + 1 only.
+  for (int64_t w = 0; w < tt.vregion_end(); ++w) {
+    const int64_t x = fm.real_of_v(tt.survivor(w)), partner = fm.real_of_v(tt.survivor(w ^ 1));
+    for (const Op& op : runs[size_t(x)].rounds[0]) {
+      std::string why;
+      const auto* rv = std::get_if<RecvOp>(&op);
+      if (!is_transfer(op)) why = "has a local statement or permute in it";
+      else if (peer_of(op) != partner)
+        why = "communicates with " + fm.describe(peer_of(op)) + ", not with " + fm.describe(partner);
+      else if (rv && !rv->reduce) why = "receives without reducing";
+      if (why.empty()) continue;
+      diags.error(origin_of(op).span, inst + ": " + fm.describe(x) + ": 'fold 3-2' fuses the 3-2 and 2-1 elimination steps with " +
+                                          "the body's first round, which must be a reducing exchange between r = 2w and 2w + 1 " +
+                                          "(RT Sec. 3.1); here r = " + std::to_string(w) + " " + why);
+      return InstStatus::error;
+    }
+  }
+  const BlockSet all = BlockSet::all(out.blocks);
+  const Origin fo{decl.fold_span, "fold", decl.fold_span};
+  auto via = [&](const Op& op, const char* what) {
+    Op o = op;
+    std::visit([&](auto& v) {
+      if (v.origin.via.empty()) {
+        v.origin.via = what;
+        v.origin.via_span = decl.fold_span;
+      }
+    }, o);
+    return o;
+  };
+  auto with_peer = [](Op op, int64_t peer) {
+    std::visit([&](auto& v) { v.peer = peer; }, op);
+    return op;
+  };
+  out.num_rounds = int64_t(R + 2);
+  out.round_labels.assign(R + 2, "");
+  out.round_segments.assign(R + 2, ref.top_segment);
+  out.round_labels[0] = "fold 3-2, round A (3-2 step: ranks 0 and 1 split the vector of rank 2; 2-1 pairs: " + ref.labels[0] + ")";
+  out.round_labels[1] = "fold 3-2, round B (" + ref.labels[0] + ", the eliminated ranks' partials in)";
+  out.round_segments[0] = out.round_segments[1] = ref.segments[0];
+  auto at = [&](size_t k) { return fused && k == R - 1 ? R + 1 : k + 1; };  // body round k >= 1
+  for (size_t k = 1; k < R; ++k) {
+    out.round_labels[at(k)] = ref.labels[k];
+    out.round_segments[at(k)] = ref.segments[k];
+  }
+  if (fused) {
+    out.round_labels[R] = "fold 3-2 epilogue E1 (mirror of round B)";
+    out.round_labels[R + 1] += " + fold 3-2 epilogue E2 (mirror of round A)";
+  } else {
+    out.round_labels[R + 1] = "fold 3-2 epilogue (the result to the eliminated ranks)";
+  }
+  for (int64_t x = 0; x < out.p; ++x) {
+    std::vector<Round>& rr = out.ranks[size_t(x)];
+    rr.assign(R + 2, {});
+    const int64_t v = fm.v_of(x);
+    const Role role = tt.role(v);
+    const int64_t w = tt.virt(v);
+    const bool shadow = role == Role::shadow || role == Role::triple_shadow;
+    const int64_t sv = fm.real_of_v(tt.survivor(w));  // the survivor this rank is or helps
+    RankRun& run = runs[size_t(sv)];
+    // Body rounds 1 .. R-1 (the survivors' own; a fused last round is rebuilt below).
+    if (!shadow)
+      for (size_t k = 1; k < R; ++k)
+        if (!(fused && k == R - 1 && role != Role::plain && role != Role::survivor)) rr[at(k)] = run.rounds[k];
+    const FirstRound f = first_round(run.rounds[0], all);
+    switch (role) {
+      case Role::plain:
+        rr[0] = run.rounds[0];
+        break;
+      case Role::survivor: {
+        const int64_t sh = fm.real_of_v(tt.shadow(w));
+        rr[0] = run.rounds[0];
+        rr[1].push_back(RecvOp{sh, f.kept, true, fo});
+        if (fused) rr[R].push_back(SendOp{sh, f.kept, fo});
+        else rr[R + 1].push_back(SendOp{sh, all, fo});
+        break;
+      }
+      case Role::shadow: {
+        // Helps virtual w: does its first round (and, fused, its last) with the partner's
+        // shadow, and hands it the partial in round B.
+        const int64_t partner_shadow = fm.real_of_v(tt.shadow(w ^ 1));
+        for (const Op& op : run.rounds[0]) rr[0].push_back(via(with_peer(op, partner_shadow), "fold 3-2 (2-1 pair)"));
+        rr[1].push_back(SendOp{sv, f.kept, fo});
+        if (fused) {
+          rr[R].push_back(RecvOp{sv, f.kept, false, fo});
+          for (const Op& op : run.rounds[R - 1]) rr[R + 1].push_back(via(with_peer(op, partner_shadow), "fold 3-2 (2-1 pair)"));
+        } else {
+          rr[R + 1].push_back(RecvOp{sv, all, false, fo});
+        }
+        break;
+      }
+      case Role::triple0: {
+        // Round B: its first-round exchange, the partial of virtual 1 coming from real 2.
+        const int64_t helper = fm.real_of_v(2);
+        for (const Op& op : run.rounds[0])
+          rr[1].push_back(std::holds_alternative<RecvOp>(op) ? via(with_peer(op, helper), "fold 3-2 (3-2 step)") : op);
+        if (fused)  // E1: its last round, what it sends going to real 2
+          for (const Op& op : run.rounds[R - 1])
+            rr[R].push_back(std::holds_alternative<SendOp>(op) ? via(with_peer(op, helper), "fold 3-2 (3-2 step)") : op);
+        break;
+      }
+      case Role::triple1: {
+        // Round A: keeps the part it holds after the first round, real 2 the part it sends.
+        const int64_t helper = fm.real_of_v(2);
+        rr[0].push_back(SendOp{helper, f.sent, fo});
+        rr[0].push_back(RecvOp{helper, f.kept, true, fo});
+        for (const Op& op : run.rounds[0])
+          if (std::holds_alternative<RecvOp>(op)) rr[1].push_back(op);  // its sends go out from real 2
+        if (fused) {
+          for (const Op& op : run.rounds[R - 1])
+            if (std::holds_alternative<SendOp>(op)) rr[R].push_back(op);
+          for (const Op& op : run.rounds[R - 1])
+            if (std::holds_alternative<RecvOp>(op)) rr[R + 1].push_back(via(with_peer(op, helper), "fold 3-2 (3-2 step)"));
+          rr[R + 1].push_back(SendOp{helper, f.kept, fo});
+        } else {
+          rr[R + 1].push_back(SendOp{helper, all, fo});
+        }
+        break;
+      }
+      case Role::triple_shadow: {
+        // Real 2: reduces the part virtual 1 sends in its first round and sends it in round B.
+        const int64_t one = fm.real_of_v(1);
+        rr[0].push_back(SendOp{one, f.kept, fo});
+        rr[0].push_back(RecvOp{one, f.sent, true, fo});
+        for (const Op& op : run.rounds[0])
+          if (std::holds_alternative<SendOp>(op)) rr[1].push_back(via(op, "fold 3-2 (3-2 step)"));
+        if (fused) {
+          for (const Op& op : run.rounds[R - 1])
+            if (std::holds_alternative<RecvOp>(op)) rr[R].push_back(via(op, "fold 3-2 (3-2 step)"));
+          rr[R + 1].push_back(SendOp{one, f.sent, fo});
+          rr[R + 1].push_back(RecvOp{one, f.kept, false, fo});
+        } else {
+          rr[R + 1].push_back(RecvOp{one, all, false, fo});
+        }
+        break;
+      }
+    }
+    // Empty sets move nothing: drop them.
+    for (Round& rd : rr)
+      rd.erase(std::remove_if(rd.begin(), rd.end(), [](const Op& op) { return is_transfer(op) && blocks_of(op).empty(); }),
+               rd.end());
+  }
+  return InstStatus::ok;
+}
 
 }  // namespace
 
@@ -578,6 +770,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   out.p = req.p;
   out.root = collective_is_rooted(decl.collective) ? req.root : 0;
   out.fold = decl.fold;
+  out.fold_three_two = decl.fold && decl.fold_three_two;
   out.ranks.assign(size_t(req.p), {});
   if (req.p < 1 || out.root < 0 || out.root >= req.p) {
     diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
@@ -591,10 +784,12 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     fm.blocked = collective_has_rank_blocks(decl.collective);
     fm.pv = int64_t(1) << bine::log2(req.p);
     fm.extra = req.p - fm.pv;
+    fm.three_two = decl.fold_three_two;
+    fm.tt = ThreeTwo(req.p);
   }
   const FoldSteps steps = fold_steps(decl.collective);
-  const bool prologue = fm.on && fm.extra > 0 && steps.prologue != FoldData::none;
-  const bool epilogue = fm.on && fm.extra > 0 && steps.epilogue != FoldData::none;
+  const bool prologue = fm.on && !fm.three_two && fm.extra > 0 && steps.prologue != FoldData::none;
+  const bool epilogue = fm.on && !fm.three_two && fm.extra > 0 && steps.epilogue != FoldData::none;
 
   // Run the body on every active rank.
   std::vector<RankRun> runs;
@@ -679,6 +874,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   }
   out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
   out.scratch = ref ? ref->scratch : 0;
+  if (fm.three_two && fm.extra > 0 && ref) return build_three_two(decl, fm, runs, *ref, out, diags);
 
   const size_t body_rounds = ref ? ref->rounds.size() : 0;
   const size_t first = prologue ? 1 : 0;

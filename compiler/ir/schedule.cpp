@@ -26,7 +26,7 @@ std::string schedule_text(const Schedule& s) {
   out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
       << (s.scratch > 0 ? ", scratch = " + std::to_string(s.scratch) : std::string()) << ", rounds = " << s.num_rounds
-      << (s.fold ? ", fold two_one" : "") << "\n";
+      << (s.fold ? (s.fold_three_two ? ", fold three_two" : ", fold two_one") : "") << "\n";
   for (int64_t t = 0; t < s.num_rounds; ++t) {
     out << "\nround " << t << ": " << s.round_labels[size_t(t)];
     const int64_t seg = size_t(t) < s.round_segments.size() ? s.round_segments[size_t(t)] : 0;
@@ -61,6 +61,7 @@ std::string schedule_json(const Schedule& s) {
   j["blocks"] = s.blocks;
   if (s.scratch > 0) j["scratch"] = s.scratch;
   j["fold"] = s.fold;
+  if (s.fold_three_two) j["fold_step"] = "3-2";
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
   j["round_segments"] = s.round_segments;

@@ -2,6 +2,7 @@
 // Shared by the compiler (instantiation, verification) and the MPI runtime, so both fold
 // the same way (docs/language.md, "fold").
 #pragma once
+#include <cstdint>
 
 namespace bine {
 
@@ -35,5 +36,50 @@ constexpr FoldSteps fold_steps(Collective c) {
 constexpr bool collective_reduces(Collective c) {
   return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
 }
+
+/// The rank layout of `fold 3-2` (allreduce; Rabenseifner-Traeff, seed
+/// rabenseifner-traff-reduction.txt, Sec. 3.1 and the non-overlapping protocol of Sec. 3.3):
+/// p = p' + extra with p' = 2^floor(log2 p). When extra is odd, one 3-2 step on real ranks
+/// 0, 1, 2 (t = 1): virtual rank 0 is real 0, virtual rank 1 is real 1 helped by real 2.
+/// Then u = (extra - t) / 2 pairs of 2-1 steps on four consecutive ranks g .. g+3 each:
+/// virtual 2i + t' (t' = 2t) and 2i + 1 + t' are the survivors g and g + 1, shadowed by
+/// g + 2 and g + 3. Every other real rank x is virtual x - extra. Shared by the compiler
+/// (instantiation) and the MPI runtime, so both use the same layout.
+struct ThreeTwo {
+  enum class Role { plain, triple0, triple1, triple_shadow, survivor, shadow };
+  int64_t p = 1, pv = 1, extra = 0, t = 0, u = 0;
+  explicit ThreeTwo(int64_t p_ = 1) : p(p_) {
+    while (pv * 2 <= p) pv *= 2;
+    extra = p - pv;
+    t = extra & 1;
+    u = (extra - t) / 2;
+  }
+  /// Real ranks [0, region_end()) take part in an elimination step.
+  int64_t region_end() const { return 2 * extra + t; }
+  /// Virtual ranks [0, vregion_end()) are represented by more than one real rank.
+  int64_t vregion_end() const { return extra + t; }
+  Role role(int64_t x) const {
+    if (t && x < 3) return x == 0 ? Role::triple0 : x == 1 ? Role::triple1 : Role::triple_shadow;
+    if (x < region_end()) return (x - 3 * t) % 4 < 2 ? Role::survivor : Role::shadow;
+    return Role::plain;
+  }
+  /// The virtual rank real rank x works for (a shadow: the one it helps).
+  int64_t virt(int64_t x) const {
+    if (t && x < 3) return x == 0 ? 0 : 1;
+    if (x < region_end()) return 2 * t + 2 * ((x - 3 * t) / 4) + ((x - 3 * t) % 4) % 2;
+    return x - extra;
+  }
+  /// The real rank that carries virtual rank w through the body (w in [0, p')).
+  int64_t survivor(int64_t w) const {
+    if (t && w < 2) return w;
+    if (w < vregion_end()) return 3 * t + 4 * ((w - 2 * t) / 2) + (w - 2 * t) % 2;
+    return w + extra;
+  }
+  /// The real rank that helps virtual rank w, or -1 (w outside the region, or w = 0 of a 3-2 step).
+  int64_t shadow(int64_t w) const {
+    if (w >= vregion_end() || (t && w == 0)) return -1;
+    return t && w == 1 ? 2 : survivor(w) + 2;
+  }
+};
 
 }  // namespace bine
