@@ -106,8 +106,14 @@ class Emitter {
     o << "  if (cx.finished()) return cx.finish();\n";
     std::string ind = "  ";
     if (sd_.fold) {
-      o << "  // fold: two-one elimination to p' = 2^floor(log2 p) virtual ranks\n";
-      o << "  cx.fold_setup();\n";
+      if (sd_.fold_three_two) {
+        o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
+        o << "  // fused with the body's first round; p' = 2^floor(log2 p) virtual ranks\n";
+        o << "  cx.fold_setup(/*three_two=*/true);\n";
+      } else {
+        o << "  // fold: two-one elimination to p' = 2^floor(log2 p) virtual ranks\n";
+        o << "  cx.fold_setup();\n";
+      }
     }
     o << ind << "const int64_t p = cx.p();\n";
     o << ind << "const int64_t r = cx.r();\n";
@@ -333,7 +339,11 @@ class Emitter {
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
-        o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
+        if (sd_.fold && sd_.fold_three_two && &s == final_mirror(prog_, sd_))
+          o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of
+            << ", /*fold 3-2 epilogue fused with its first round*/ true)) != MPI_SUCCESS) return rc;\n";
+        else
+          o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
         return;
       case StmtKind::round_block:
         o << ind << "{\n";

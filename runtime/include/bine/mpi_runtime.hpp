@@ -82,7 +82,7 @@ struct PRange {
   int64_t lo, hi;
 };
 using PRanges = std::initializer_list<PRange>;
-enum class Fold { none, two_one };
+enum class Fold { none, two_one, three_two };
 
 /// Rank-local state of one call of a generated collective.
 class Context {
@@ -223,7 +223,22 @@ class Context {
   /// Applies the schedule's fold: virtual p / r / root (no communication). Every rank,
   /// including those that sit the body out, can then evaluate `requires` before the
   /// prologue, so a false requirement fails on all ranks alike instead of stranding some.
-  void fold_setup() {
+  void fold_setup(bool three_two = false) {
+    if (three_two) {
+      // fold 3-2 (allreduce): every rank runs the body, the eliminated ones (shadows) as
+      // the virtual rank they help; end_round() turns the body's first round into rounds A
+      // and B, mirror(id, true) its last into E1 and E2 (bine::ThreeTwo, docs/language.md).
+      fold_ = Fold::three_two;
+      tt_ = ThreeTwo(size_);
+      const int64_t v = mod(rank_ - root_, size_);
+      extra_ = tt_.extra;
+      role_ = tt_.role(v);
+      active_ = true;
+      vrank_ = tt_.virt(v);
+      vsize_ = tt_.pv;
+      vroot_ = 0;
+      return;
+    }
     fold_ = Fold::two_one;
     const int64_t v = mod(rank_ - root_, size_);
     const int64_t pv = int64_t(1) << log2(size_);
@@ -243,7 +258,7 @@ class Context {
   int fold_prologue() {
     const int64_t v = mod(rank_ - root_, size_);
     const FoldData d = bine::fold_steps(kind_).prologue;
-    if (extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
+    if (fold_ != Fold::two_one || extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
     // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
     begin_round();
     if (v < 2 * extra_) {
@@ -262,6 +277,17 @@ class Context {
       begin_round();
       if (v < 2 * extra_) post(fold_data(d), fold_partner_, !active_, false, false);
       const int rc = end_round();
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    if (fold_ == Fold::three_two && extra_ > 0 && !fused_done_) {
+      // fold 3-2 epilogue, not fused: the survivors hand their helpers the whole result.
+      const BlockSet all = BlockSet::all(geometry_blocks());
+      std::vector<Op> e;
+      if (role_ == Role::survivor || role_ == Role::triple1)
+        e.push_back({all, real_of_v(helper()), false, false, {}, false, {}});
+      if (role_ == Role::shadow || role_ == Role::triple_shadow)
+        e.push_back({all, real_of_v(tt_.survivor(vrank_)), true, false, {}, false, {}});
+      const int rc = execute(std::move(e));
       if (rc != MPI_SUCCESS) return rc;
     }
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
@@ -397,53 +423,28 @@ class Context {
       release_pending();
       return MPI_ERR_OTHER;
     }
-    BlockSet sent;
-    for (const Op& op : round_posts_)
-      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
-    for (size_t i = 0; i < round_posts_.size(); ++i) {
-      const Op& op = round_posts_[i];
-      if (!op.perm.empty() || op.local) {
-        permutes_.push_back(op);
-        continue;
-      }
-      // What else the round touches: its sends and its other receives (for early reduction).
-      BlockSet touched = sent;
-      if (op.is_recv && op.reduce)
-        for (size_t j = 0; j < round_posts_.size(); ++j)
-          if (j != i && round_posts_[j].is_recv && !round_posts_[j].local) touched = touched | round_posts_[j].set;
-      transfer(op, sent, touched);
+    int rc;
+    if (fold_ == Fold::three_two && extra_ > 0) {
+      rc = body_round_ == 0 ? three_two_first() : fused_replay_ ? three_two_last() : three_two_other();
+    } else {
+      rc = execute(std::move(round_posts_));
     }
     round_posts_.clear();
-    int rc = complete_round();
     if (rc != MPI_SUCCESS) return rc;
-    for (const Pending& pd : pending_) {
-      if (pd.early) continue;  // reduced piece by piece in complete_round()
-      if ((rc = apply_pending(pd, 0, pd.total)) != MPI_SUCCESS) return rc;
-    }
-    // Local reductions and copies in program order, then permutations (never in one round:
-    // a permute is a round of its own).
-    for (const Op& op : permutes_)
-      if (op.local && (rc = apply_local(op)) != MPI_SUCCESS) return rc;
-    for (const Op& op : permutes_)
-      if (!op.local) apply_permutation(op.perm);
-    permutes_.clear();
-    if (const char* e = take_domain_error()) {
-      (void)e;
-      return MPI_ERR_OTHER;
-    }
-    pending_.clear();
-    scratch_.clear();
-    if (recording_ >= 0) log_[size_t(recording_)].push_back(round_ops_);
+    if (recording_ >= 0) log_[size_t(recording_)].push_back({body_round_, round_ops_});
+    ++body_round_;
     return MPI_SUCCESS;
   }
   /// Replays phase `id` reversed: rounds in reverse order, sends become copy receives
-  /// and receives become sends, with the same peers and block sets.
-  int mirror(int id) {
+  /// and receives become sends, with the same peers and block sets. `fold_epilogue`: this
+  /// mirror ends the body (bine::final_mirror) and, under fold 3-2, its replay of the
+  /// body's first round is fused with the elimination's epilogue.
+  int mirror(int id, bool fold_epilogue = false) {
     if (id < 0 || id >= int(log_.size())) return MPI_ERR_OTHER;
-    const std::vector<std::vector<Op>> rounds = log_[size_t(id)];
+    const std::vector<Logged> rounds = log_[size_t(id)];
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
       begin_round();
-      for (const Op& op : *it) {
+      for (const Op& op : it->ops) {
         if (op.local) continue;  // local reductions and copies are not replayed
         if (op.perm.empty()) {
           post(op.set, op.real_peer, !op.is_recv, false, true);
@@ -455,7 +456,10 @@ class Context {
         round_ops_.push_back(back);
         round_posts_.push_back(std::move(back));
       }
+      fused_replay_ = fold_epilogue && fold_ == Fold::three_two && extra_ > 0 && it->index == 0;
       const int rc = end_round();
+      if (fused_replay_) fused_done_ = true;
+      fused_replay_ = false;
       if (rc != MPI_SUCCESS) return rc;
     }
     return MPI_SUCCESS;
@@ -654,6 +658,7 @@ class Context {
   int64_t real_peer(int64_t w) const {
     if (fold_ == Fold::none) return mod(w, size_);
     w = mod(w, vsize_);
+    if (fold_ == Fold::three_two) return real_of_v(tt_.survivor(w));
     return real_of_v(w < extra_ ? 2 * w : w + extra_);
   }
   void add_op(const BlockSet& set, int64_t peer, bool is_recv, bool reduce) {
@@ -797,6 +802,143 @@ class Context {
     pieces_.clear();
   }
 
+  /// Posts one round's ops, waits for them, then applies its reductions, local statements
+  /// and permutations.
+  int execute(std::vector<Op> posts) {
+    round_posts_ = std::move(posts);
+    BlockSet sent;
+    for (const Op& op : round_posts_)
+      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
+    for (size_t i = 0; i < round_posts_.size(); ++i) {
+      const Op& op = round_posts_[i];
+      if (!op.perm.empty() || op.local) {
+        permutes_.push_back(op);
+        continue;
+      }
+      // What else the round touches: its sends and its other receives (for early reduction).
+      BlockSet touched = sent;
+      if (op.is_recv && op.reduce)
+        for (size_t j = 0; j < round_posts_.size(); ++j)
+          if (j != i && round_posts_[j].is_recv && !round_posts_[j].local) touched = touched | round_posts_[j].set;
+      transfer(op, sent, touched);
+    }
+    round_posts_.clear();
+    int rc = complete_round();
+    if (rc != MPI_SUCCESS) return rc;
+    for (const Pending& pd : pending_) {
+      if (pd.early) continue;  // reduced piece by piece in complete_round()
+      if ((rc = apply_pending(pd, 0, pd.total)) != MPI_SUCCESS) return rc;
+    }
+    // Local reductions and copies in program order, then permutations (never in one round:
+    // a permute is a round of its own).
+    for (const Op& op : permutes_)
+      if (op.local && (rc = apply_local(op)) != MPI_SUCCESS) return rc;
+    for (const Op& op : permutes_)
+      if (!op.local) apply_permutation(op.perm);
+    permutes_.clear();
+    if (const char* e = take_domain_error()) {
+      (void)e;
+      return MPI_ERR_OTHER;
+    }
+    pending_.clear();
+    scratch_.clear();
+    return MPI_SUCCESS;
+  }
+
+  // ---- fold 3-2 (bine::ThreeTwo; the compiler's build_three_two() builds the same rounds) ----
+  using Role = ThreeTwo::Role;
+  bool is_shadow() const { return role_ == Role::shadow || role_ == Role::triple_shadow; }
+  /// Virtual rank of the helper of this rank's virtual rank (its shadow).
+  int64_t helper() const { return tt_.shadow(vrank_); }
+  static Op with_peer(Op op, int64_t peer) {
+    op.real_peer = peer;
+    return op;
+  }
+  /// The body's first round: rounds A and B of the elimination.
+  int three_two_first() {
+    const BlockSet all = BlockSet::all(geometry_blocks());
+    const std::vector<Op> body = std::move(round_posts_);
+    first_sent_ = BlockSet();
+    BlockSet received;
+    const bool region = role_ != Role::plain;
+    const int64_t partner = real_of_v(tt_.survivor(vrank_ ^ 1));
+    for (const Op& op : body) {
+      if (region && (op.local || !op.perm.empty() || op.real_peer != partner || (op.is_recv && !op.reduce)))
+        return MPI_ERR_OTHER;  // the compiler rejects such bodies (instantiation error)
+      if (op.is_recv) received = received | op.set;
+      else if (!op.local && op.perm.empty()) first_sent_ = first_sent_ | op.set;
+    }
+    first_kept_ = received | (all - first_sent_);
+    std::vector<Op> a, b;
+    const int64_t one = real_of_v(1), two = real_of_v(2);
+    switch (role_) {
+      case Role::plain: a = body; break;
+      case Role::survivor:
+        a = body;
+        b.push_back({first_kept_, real_of_v(helper()), true, true, {}, false, {}});
+        break;
+      case Role::shadow:
+        for (const Op& op : body) a.push_back(with_peer(op, real_of_v(tt_.shadow(vrank_ ^ 1))));
+        b.push_back({first_kept_, real_of_v(tt_.survivor(vrank_)), false, false, {}, false, {}});
+        break;
+      case Role::triple0:
+        for (const Op& op : body) b.push_back(op.is_recv ? with_peer(op, two) : op);
+        break;
+      case Role::triple1:
+        a.push_back({first_sent_, two, false, false, {}, false, {}});
+        a.push_back({first_kept_, two, true, true, {}, false, {}});
+        for (const Op& op : body)
+          if (op.is_recv) b.push_back(op);
+        break;
+      case Role::triple_shadow:
+        a.push_back({first_kept_, one, false, false, {}, false, {}});
+        a.push_back({first_sent_, one, true, true, {}, false, {}});
+        for (const Op& op : body)
+          if (!op.is_recv) b.push_back(op);
+        break;
+    }
+    const int rc = execute(std::move(a));
+    return rc != MPI_SUCCESS ? rc : execute(std::move(b));
+  }
+  /// The final mirror's replay of the first round: epilogue rounds E1 and E2.
+  int three_two_last() {
+    const std::vector<Op> body = std::move(round_posts_);
+    std::vector<Op> e1, e2;
+    const int64_t one = real_of_v(1), two = real_of_v(2);
+    switch (role_) {
+      case Role::plain: e2 = body; break;
+      case Role::survivor:
+        e1.push_back({first_kept_, real_of_v(helper()), false, false, {}, false, {}});
+        e2 = body;
+        break;
+      case Role::shadow:
+        e1.push_back({first_kept_, real_of_v(tt_.survivor(vrank_)), true, false, {}, false, {}});
+        for (const Op& op : body) e2.push_back(with_peer(op, real_of_v(tt_.shadow(vrank_ ^ 1))));
+        break;
+      case Role::triple0:
+        for (const Op& op : body) e1.push_back(op.is_recv ? op : with_peer(op, two));
+        break;
+      case Role::triple1:
+        for (const Op& op : body) (op.is_recv ? e2 : e1).push_back(op.is_recv ? with_peer(op, two) : op);
+        e2.push_back({first_kept_, two, false, false, {}, false, {}});
+        break;
+      case Role::triple_shadow:
+        for (const Op& op : body)
+          if (op.is_recv) e1.push_back(op);
+        e2.push_back({first_sent_, one, false, false, {}, false, {}});
+        e2.push_back({first_kept_, one, true, false, {}, false, {}});
+        break;
+    }
+    const int rc = execute(std::move(e1));
+    return rc != MPI_SUCCESS ? rc : execute(std::move(e2));
+  }
+  /// Body rounds in between: the survivors run them, the shadows sit them out.
+  int three_two_other() {
+    if (!is_shadow()) return execute(std::move(round_posts_));
+    round_posts_.clear();
+    return MPI_SUCCESS;
+  }
+
   Collective kind_ = Collective::allreduce;
   void* buf_ = nullptr;
   std::unique_ptr<char[]> own_;  ///< internal working buffer, left uninitialized
@@ -826,7 +968,19 @@ class Context {
   std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
   std::vector<Op> permutes_;     ///< this round's local reductions / copies and permutations, applied last
   int recording_ = -1;
-  std::vector<std::vector<std::vector<Op>>> log_;
+  /// A logged round of a phase: its index among the body's rounds and its ops.
+  struct Logged {
+    int64_t index;
+    std::vector<Op> ops;
+  };
+  std::vector<std::vector<Logged>> log_;
+  // fold 3-2
+  ThreeTwo tt_{1};
+  ThreeTwo::Role role_ = ThreeTwo::Role::plain;
+  int64_t body_round_ = 0;     ///< rounds completed by end_round() (the fold 3-2 rounds count as one)
+  bool fused_replay_ = false;  ///< this round is the final mirror's replay of the first round
+  bool fused_done_ = false;    ///< the epilogue was fused with it
+  BlockSet first_sent_, first_kept_;  ///< of this rank's virtual rank in the body's first round
 };
 
 }  // namespace bine::mpi
