@@ -650,7 +650,8 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
   out.num_rounds = int64_t(R + 2);
   out.round_labels.assign(R + 2, "");
   out.round_segments.assign(R + 2, ref.top_segment);
-  out.round_labels[0] = "fold 3-2, round A (3-2 step: ranks 0 and 1 split the vector of rank 2; 2-1 pairs: " + ref.labels[0] + ")";
+  out.round_labels[0] = tt.t ? "fold 3-2, round A (3-2 step: ranks 1 and 2 reduce what each keeps; the others: " + ref.labels[0] + ")"
+                             : "fold 3-2, round A (" + ref.labels[0] + ", the 2-1 helpers too)";
   out.round_labels[1] = "fold 3-2, round B (" + ref.labels[0] + ", the eliminated ranks' partials in)";
   out.round_segments[0] = out.round_segments[1] = ref.segments[0];
   auto at = [&](size_t k) { return fused && k == R - 1 ? R + 1 : k + 1; };  // body round k >= 1

@@ -453,7 +453,7 @@ void check_lat_opt_p63(const Schedule& s) {
 }
 
 TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive doubling, printed values") {
-  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat"})
+  for (const char* name : {"recursive_doubling_allreduce", "bine_allreduce_lat", "rt_allreduce_lat", "rt_fold_allreduce_lat"})
     for (const T1Row& row : kLatOptRows) {
       CAPTURE(name);
       CAPTURE(row.p);
@@ -463,6 +463,7 @@ TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': the fold of recursive d
       CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
     }
   check_lat_opt_p63(inst("recursive_doubling_allreduce", 63));
+  check_lat_opt_p63(inst("rt_fold_allreduce_lat", 63));
 }
 
 TEST_CASE("[RT] Table 1, column 'Elimination, lat-opt.': rt_overlap_allreduce with halving = 0, printed values") {
@@ -508,10 +509,14 @@ TEST_CASE("[RT] Table 1, column 'Elimination, bw-opt.': rt_allreduce (3-2 and 2-
       {23, 1, 0.1, 13.0, 0.1},     {23, 10, 1, 40.2, 0.1},      {63, 0.1, 0.01, 12.3, 0.1}, {63, 1, 0.1, 15.1, 0.1},
       {63, 10, 1, 42.9, 0.1},      {63, 100, 10, 321., 1}};
   const uint64_t m = 1024;
+  // rt_allreduce writes the protocol out; rt_fold_allreduce and bine_allreduce_bdw_elim are
+  // the reusable `fold 3-2` around a power-of-two butterfly (RT Sec. 3.6).
+  for (const char* name : {"rt_allreduce", "rt_fold_allreduce", "bine_allreduce_bdw_elim"})
   for (const T1Row& row : rows) {
+    CAPTURE(name);
     CAPTURE(row.p);
     CAPTURE(row.bm);
-    const CostResult r = table1_run("rt_allreduce", row, m);
+    const CostResult r = table1_run(name, row, m);
     REQUIRE(r.ok);
     CHECK(std::fabs(r.makespan - row.printed) <= row.tol);
     // and the formula of line 178: 2 ceil(lg p) alpha + 2 m (1.5 - 1/p') beta + m (1.5 - 1/p') gamma
@@ -938,4 +943,71 @@ TEST_CASE("[RT] Sec. 3.2 overlapping elimination protocol: Sec. 3.3's closed for
           expect(ov, c, {2.0 * double(oracle_ceil_log2(p)), 2.0 * f * double(N), f * double(n)});
         }
       }
+}
+
+TEST_CASE("fold 3-2 around power-of-two bodies: RT Sec. 3.5's t_elim formulas for every p = 2..64") {
+  // [RT] line 178 for odd p, with p' = 2^floor(lg p): t_elim,lat-opt = (ceil(lg p) + 1)
+  // (alpha + m beta) + ceil(lg p) m gamma; t_elim,bw-opt = 2 ceil(lg p) alpha + 2 m (1.5 -
+  // 1/p') beta + m (1.5 - 1/p') gamma. The same construct gives the same terms for even
+  // non-powers of two (pairs of 2-1 steps only); a power of two is the body alone:
+  // lg p (alpha + m beta + m gamma), resp. 2 lg p alpha + 2 m (1 - 1/p) beta + m (1 - 1/p) gamma.
+  for (size_t k = 0; k < kMachines.size(); ++k)
+    for (int64_t p = 2; p <= 64; ++p) {
+      CAPTURE(k);
+      CAPTURE(p);
+      const CostParams c = flat(kMachines[k]);
+      const double L = double(oracle_ceil_log2(p)), pv = double(int64_t(1) << oracle_floor_log2(p));
+      const uint64_t n = 64 * 16, N = n * 4;  // elements (divisible by p'), bytes
+      const double f = oracle_is_pow2(p) ? 1 - 1 / pv : 1.5 - 1 / pv;
+      const Schedule bw = inst("rt_fold_allreduce", p), lat = inst("rt_fold_allreduce_lat", p);
+      CHECK(bw.num_rounds == int64_t(2 * L));
+      expect(run(bw, n, 4, c), c, {2 * L, 2 * f * double(N), f * double(n)});
+      expect(run(inst("bine_allreduce_bdw_elim", p), n, 4, c), c, {2 * L, 2 * f * double(N), f * double(n)});
+      const double rl = oracle_is_pow2(p) ? L : L + 1;
+      CHECK(lat.num_rounds == int64_t(rl));
+      expect(run(lat, n, 4, c), c, {rl, rl * double(N), L * double(n)});
+    }
+}
+
+TEST_CASE("fold 3-2: rank layout and what the eliminated ranks send, against a brute-force model") {
+  // Oracle (RT Sec. 3.1, 3.3): p = p' + e; e odd: ranks 0, 1, 2 form the 3-2 step; the rest
+  // of the first 2e + (e mod 2) ranks form groups of four g..g+3 (two 2-1 steps: g+2 -> g,
+  // g+3 -> g+1). Every other rank sends nothing in the elimination rounds A and B beyond its
+  // body's first round. With the halving body each eliminated rank sends m/2 in round B
+  // (the 2-1 fold sends m), and the 3-2 step moves m/2 each way in round A.
+  for (int64_t p = 3; p <= 40; ++p) {
+    if (oracle_is_pow2(p)) continue;
+    CAPTURE(p);
+    const int64_t pv = int64_t(1) << oracle_floor_log2(p), e = p - pv, t = e % 2;
+    const Schedule s = inst("rt_fold_allreduce", p);
+    const int64_t B = s.blocks;
+    REQUIRE(B == pv);
+    // Round B (instance round 1): the only messages are the eliminated ranks' partials.
+    std::vector<std::pair<int64_t, int64_t>> want;  // (sender, receiver)
+    if (t) want.push_back({2, 0});
+    for (int64_t g = 3 * t; g < 2 * e + t; g += 4) {
+      want.push_back({g + 2, g});
+      want.push_back({g + 3, g + 1});
+    }
+    if (t) want.push_back({0, 1});  // the first butterfly exchange of virtual ranks 0 and 1: real 0 -> real 1
+    std::vector<std::pair<int64_t, int64_t>> got;
+    for (int64_t x = 0; x < p; ++x)
+      for (const Op& op : s.ranks[size_t(x)][1])
+        if (const auto* snd = std::get_if<SendOp>(&op)) {
+          got.push_back({x, snd->peer});
+          CHECK(snd->blocks.size() * 2 == B);  // half of the vector
+        }
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    CHECK(got == want);
+    // Round A: the 3-2 step exchanges halves between ranks 1 and 2; rank 0 idles.
+    if (t) {
+      CHECK(s.ranks[0][0].empty());
+      for (int64_t x : {1, 2})
+        for (const Op& op : s.ranks[size_t(x)][0]) {
+          CHECK(peer_of(op) == 3 - x);
+          CHECK(blocks_of(op).size() * 2 == B);
+        }
+    }
+  }
 }
