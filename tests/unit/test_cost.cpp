@@ -1011,3 +1011,45 @@ TEST_CASE("fold 3-2: rank layout and what the eliminated ranks send, against a b
     }
   }
 }
+
+TEST_CASE("fold 3-2 with RT's threshold: rt_fold_allreduce at halving = 0, 1, 2 and the default, closed forms for p = 2..64") {
+  // Derived by hand from the rounds of docs/language.md "fold 3-2" and the body (h =
+  // min(halving, k) halving levels, k - h whole-window levels, the mirror of the halving
+  // ones), p' = 2^k, m the vector:
+  //   p a power of two: k + h rounds, 2m - 2m/2^h + (k-h) m/2^h bytes, m - m/2^h + (k-h) m/2^h
+  //     reduced (h = k: Rabenseifner's 2 lg p, 2m(1 - 1/p), m(1 - 1/p));
+  //   otherwise, h >= 1: k + h + 2 rounds (A, B, E1, E2 of m/2 each), 3m - 2m/2^h +
+  //     (k-h) m/2^h bytes, 1.5m - m/2^h + (k-h) m/2^h reduced: h = k is RT's t_elim,bw-opt;
+  //   h = 0: whole vectors in A and B, no mirror to fuse with, one epilogue round: k + 2
+  //     rounds, (k+2) m bytes, (k+1) m reduced: RT's t_elim,lat-opt.
+  const Program& prog = library_with("tests/schedules/rt_thresholds.bine");
+  for (size_t mi = 0; mi < kMachines.size(); ++mi)
+    for (int64_t p = 2; p <= 64; ++p)
+      for (int64_t halving : {0, 1, 2, 99}) {
+        CAPTURE(mi);
+        CAPTURE(p);
+        CAPTURE(halving);
+        const CostParams c = flat(kMachines[mi]);
+        const int64_t k = oracle_floor_log2(p), h = std::min(halving, k);
+        const uint64_t n = 1024, N = n * 4;
+        const double m = double(N), e = double(n), w = 1.0 / double(int64_t(1) << h), kh = double(k - h);
+        const Schedule s = halving == 99 ? inst(prog, "rt_fold_allreduce", p)
+                                         : inst(prog, "rt_fold_halving_" + std::to_string(halving), p);
+        double rounds, bytes, red;
+        if (oracle_is_pow2(p)) {
+          rounds = double(k + h);
+          bytes = 2 * m - 2 * m * w + kh * m * w;
+          red = e - e * w + kh * e * w;
+        } else if (h >= 1) {
+          rounds = double(k + h + 2);
+          bytes = 3 * m - 2 * m * w + kh * m * w;
+          red = 1.5 * e - e * w + kh * e * w;
+        } else {
+          rounds = double(k + 2);
+          bytes = double(k + 2) * m;
+          red = double(k + 1) * e;
+        }
+        CHECK(s.num_rounds == int64_t(rounds));
+        expect(run(s, n, 4, c), c, {rounds, bytes, red});
+      }
+}
