@@ -125,6 +125,10 @@ struct ScheduleDecl {
   /// `fold 3-2`: Rabenseifner-Traeff elimination (one 3-2 step and pairs of 2-1 steps fused
   /// with the body's first round; allreduce only). False: two-one elimination.
   bool fold_three_two = false;
+  /// `fold ring R` (allreduce; RT Sec. 3.4): a ring of R consecutive ranks around the body,
+  /// which runs on p / R virtual ranks and on part r mod R of the vector (docs/language.md,
+  /// "fold ring"). 0: none.
+  int64_t fold_ring = 0;
   std::vector<Param> params;
   std::vector<FnDecl> fns; ///< fns local to the schedule
   Block body;

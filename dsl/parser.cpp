@@ -210,7 +210,7 @@ class Parser {
     if (ExprPtr e = expr()) slot = std::move(e); else synchronize();
     accept(Tok::semi);
   }
-  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold' [INT '-' INT]
+  // item := 'requires' expr | 'blocks' expr | 'segment' expr | 'scratch' expr | 'fold' [INT '-' INT | 'ring' INT]
   //       | 'params' '{' {IDENT '=' expr [',']} '}' | fn_decl | stmt
   void item(ScheduleDecl& s) {
     if (accept(Tok::kw_requires)) {
@@ -227,8 +227,15 @@ class Parser {
       s.fold = true;
       s.fold_span = cur().span;
       ++pos_;
-      // 'fold' [INT '-' INT]: the elimination step, 2-1 (the default) or 3-2.
-      if (at(Tok::integer)) {
+      // 'fold' [INT '-' INT | 'ring' INT]: the elimination step, 2-1 (the default) or 3-2,
+      // or the small ring of RT Sec. 3.4.
+      if (at(Tok::ident) && cur().text == "ring" && peek().kind == Tok::integer) {
+        const Token& n = peek();
+        if (n.value < 3 || n.value > 64) diags_.error(n.span, "ring size " + n.text + " outside 3..64 ('fold ring R')");
+        else s.fold_ring = n.value;
+        s.fold_span.end = n.span.end;
+        pos_ += 2;
+      } else if (at(Tok::integer)) {
         Span step = cur().span;
         const int64_t a = cur().value;
         ++pos_;

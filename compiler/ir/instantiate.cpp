@@ -26,12 +26,17 @@ struct FoldMap {
   bool blocked = false;  ///< blocks are indexed by rank (gather, scatter, allgather, reduce_scatter)
   bool three_two = false;  ///< `fold 3-2` (allreduce, root 0): the layout of `tt`
   ThreeTwo tt;
+  /// `fold ring R` (allreduce, root 0): rings of R consecutive ranks; the body runs on
+  /// p / R virtual ranks (r / R) and on part `ring_c` = r mod R of the vector, body block b
+  /// being real block ring_c * body_blocks + b (set per rank by RankRun::run()).
+  int64_t ring = 0, ring_c = 0, body_blocks = 0;
   int64_t p = 1, root = 0, pv = 1, extra = 0;
   /// First v-space rank (block) of virtual rank w; w == pv gives p.
   int64_t v_first(int64_t w) const { return w < extra ? 2 * w : w + extra; }
   /// Body block set -> real block set. With rank-indexed blocks under a fold, virtual block
   /// w stands for the blocks of the real ranks it represents (one or two), rotated by root.
   BlockSet real_blocks(const BlockSet& body) const {
+    if (on && ring) return body.shifted(ring_c * body_blocks);
     if (!on || !blocked) return body;
     BlockSet out;
     for (const auto& [lo, hi] : body.ranges())
@@ -41,7 +46,7 @@ struct FoldMap {
   int64_t v_of(int64_t x) const { return mod(x - root, p); }
   int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
   bool active(int64_t x) const {
-    if (!on) return true;
+    if (!on || ring) return true;
     if (three_two) {
       const ThreeTwo::Role ro = tt.role(v_of(x));
       return ro != ThreeTwo::Role::shadow && ro != ThreeTwo::Role::triple_shadow;
@@ -52,6 +57,7 @@ struct FoldMap {
   int64_t body_rank(int64_t x) const {
     if (!on) return x;
     if (three_two) return tt.virt(v_of(x));
+    if (ring) return v_of(x) / ring;
     const int64_t v = v_of(x);
     return v < 2 * extra ? v / 2 : v - extra;
   }
@@ -59,6 +65,7 @@ struct FoldMap {
     if (!on) return mod(w, p);
     w = mod(w, pv);
     if (three_two) return real_of_v(tt.survivor(w));
+    if (ring) return real_of_v(ring * w + ring_c);
     return real_of_v(w < extra ? 2 * w : w + extra);
   }
   /// "rank x" for messages; under the fold also the rank the body sees as r.
@@ -114,6 +121,14 @@ class RankRun {
         return false;
       }
     blocks = sd_->blocks ? eval_int(*sd_->blocks, sd_->blocks->span) : p_;
+    if (fm_.on && fm_.ring) {
+      fm_.ring_c = mod(fm_.v_of(rank_), fm_.ring);
+      fm_.body_blocks = blocks;
+      if (blocks > kMaxBlocks / (2 * fm_.ring))
+        fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
+             "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(fm_.ring) +
+                 "' parts and buffers exceeds " + std::to_string(kMaxBlocks) + " blocks");
+    }
     if (blocks < 1 || blocks > kMaxBlocks)
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
@@ -250,6 +265,7 @@ class RankRun {
         // Block j moves to block f(j); f must be a bijection on [0, B).
         if (fm_.on && fm_.blocked)
           fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
+        if (fm_.on && fm_.ring) fail(s.span, "'permute' under 'fold ring' is not supported (the body owns one part of the vector)");
         PermuteOp op;
         op.origin = Origin{s.span, {}, {}};
         op.blocks = BlockSet::all(blocks);
@@ -563,7 +579,7 @@ class RankRun {
 
   const Program& prog_;
   const ScheduleDecl* sd_;
-  const FoldMap& fm_;
+  FoldMap fm_;  ///< a copy: under `fold ring` it holds this rank's ring coordinate
   int64_t rank_;
   bool commutative_;
   DiagnosticSink& diags_;
@@ -759,6 +775,53 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
   return InstStatus::ok;
 }
 
+/// `fold ring R` (docs/language.md, "fold ring"; RT Sec. 3.4): R - 1 prologue rounds (each
+/// member sends every other member its part, keeps the pieces of its own in scratch
+/// buffers 1 .. R-1, reduces them in ring order after the last one, bine::ring_reductions),
+/// the body on its part, R - 1 epilogue rounds (each member sends its part to every other).
+InstStatus build_ring(const ScheduleDecl& decl, const FoldMap& fm, std::vector<RankRun>& runs, const RankRun& ref,
+                      Schedule& out) {
+  const int64_t R = fm.ring, Bv = ref.blocks, B = R * Bv;
+  const size_t body = ref.rounds.size(), pro = size_t(R - 1);
+  out.blocks = B;
+  out.scratch = R - 1;
+  out.num_rounds = int64_t(2 * pro + body);
+  out.round_labels.clear();
+  out.round_segments.clear();
+  for (size_t t = 1; t <= pro; ++t) {
+    out.round_labels.push_back("fold ring " + std::to_string(R) + ", prologue round " + std::to_string(t) + " (parts to the member " +
+                               std::to_string(t) + " ahead" + (t == pro ? ", then the reduction in ring order)" : ")"));
+    out.round_segments.push_back(ref.top_segment);
+  }
+  out.round_labels.insert(out.round_labels.end(), ref.labels.begin(), ref.labels.end());
+  out.round_segments.insert(out.round_segments.end(), ref.segments.begin(), ref.segments.end());
+  for (size_t t = 1; t <= pro; ++t) {
+    out.round_labels.push_back("fold ring " + std::to_string(R) + ", epilogue round " + std::to_string(t) + " (its part to the member " +
+                               std::to_string(t) + " ahead)");
+    out.round_segments.push_back(ref.top_segment);
+  }
+  const Origin o{decl.fold_span, "fold", decl.fold_span};
+  for (int64_t x = 0; x < out.p; ++x) {
+    std::vector<Round>& rr = out.ranks[size_t(x)];
+    rr.assign(size_t(out.num_rounds), {});
+    const int64_t v = fm.v_of(x), c = mod(v, R), g = v / R;
+    auto member = [&](int64_t k) { return fm.real_of_v(g * R + mod(k, R)); };
+    auto part = [&](int64_t k, int64_t buffer) { return BlockSet::range(mod(k, R) * Bv, mod(k, R) * Bv + Bv, B).shifted(buffer * B); };
+    for (int64_t t = 1; t < R; ++t) {
+      Round& rd = rr[size_t(t - 1)];
+      rd.push_back(SendOp{member(c + t), part(c + t, 0), o});
+      rd.push_back(RecvOp{member(c - t), part(c, t), false, o});
+      if (t == R - 1)
+        for (const RingLocal& l : ring_reductions(R, c)) rd.push_back(LocalOp{part(c, l.src), part(c, l.dst), l.reduce, o});
+      Round& ep = rr[pro + body + size_t(t - 1)];
+      ep.push_back(SendOp{member(c + t), part(c, 0), o});
+      ep.push_back(RecvOp{member(c - t), part(c - t, 0), false, o});
+    }
+    for (size_t k = 0; k < body; ++k) rr[pro + k] = std::move(runs[size_t(x)].rounds[k]);
+  }
+  return InstStatus::ok;
+}
+
 }  // namespace
 
 InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
@@ -772,6 +835,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   out.root = collective_is_rooted(decl.collective) ? req.root : 0;
   out.fold = decl.fold;
   out.fold_three_two = decl.fold && decl.fold_three_two;
+  out.fold_ring = decl.fold ? decl.fold_ring : 0;
   out.ranks.assign(size_t(req.p), {});
   if (req.p < 1 || out.root < 0 || out.root >= req.p) {
     diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
@@ -787,10 +851,20 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     fm.extra = req.p - fm.pv;
     fm.three_two = decl.fold_three_two;
     fm.tt = ThreeTwo(req.p);
+    if (decl.fold_ring) {
+      fm.ring = decl.fold_ring;
+      if (req.p % fm.ring != 0) {
+        // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).
+        if (unmet) *unmet = "p % " + std::to_string(fm.ring) + " == 0 (fold ring " + std::to_string(fm.ring) + ")";
+        return InstStatus::not_applicable;
+      }
+      fm.pv = req.p / fm.ring;
+      fm.extra = 0;
+    }
   }
   const FoldSteps steps = fold_steps(decl.collective);
-  const bool prologue = fm.on && !fm.three_two && fm.extra > 0 && steps.prologue != FoldData::none;
-  const bool epilogue = fm.on && !fm.three_two && fm.extra > 0 && steps.epilogue != FoldData::none;
+  const bool prologue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.prologue != FoldData::none;
+  const bool epilogue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.epilogue != FoldData::none;
 
   // Run the body on every active rank.
   std::vector<RankRun> runs;
@@ -876,6 +950,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
   out.scratch = ref ? ref->scratch : 0;
   if (fm.three_two && fm.extra > 0 && ref) return build_three_two(decl, fm, runs, *ref, out, diags);
+  if (fm.ring && ref) return build_ring(decl, fm, runs, *ref, out);
 
   const size_t body_rounds = ref ? ref->rounds.size() : 0;
   const size_t first = prologue ? 1 : 0;

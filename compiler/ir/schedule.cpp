@@ -26,7 +26,7 @@ std::string schedule_text(const Schedule& s) {
   out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
       << (s.scratch > 0 ? ", scratch = " + std::to_string(s.scratch) : std::string()) << ", rounds = " << s.num_rounds
-      << (s.fold ? (s.fold_three_two ? ", fold three_two" : ", fold two_one") : "") << "\n";
+      << (s.fold ? (s.fold_ring ? ", fold ring " + std::to_string(s.fold_ring) : s.fold_three_two ? std::string(", fold three_two") : std::string(", fold two_one")) : std::string()) << "\n";
   for (int64_t t = 0; t < s.num_rounds; ++t) {
     out << "\nround " << t << ": " << s.round_labels[size_t(t)];
     const int64_t seg = size_t(t) < s.round_segments.size() ? s.round_segments[size_t(t)] : 0;
@@ -62,6 +62,7 @@ std::string schedule_json(const Schedule& s) {
   if (s.scratch > 0) j["scratch"] = s.scratch;
   j["fold"] = s.fold;
   if (s.fold_three_two) j["fold_step"] = "3-2";
+  if (s.fold_ring) j["fold_ring"] = s.fold_ring;
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
   j["round_segments"] = s.round_segments;

@@ -69,6 +69,7 @@ struct Schedule {
   int64_t scratch = 0;
   bool fold = false;
   bool fold_three_two = false;  ///< `fold 3-2` (else a fold is two-one)
+  int64_t fold_ring = 0;        ///< `fold ring R`: R, else 0
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
   /// [round] the `segment` size in force (bytes; 0: messages are not segmented). Messages

@@ -106,7 +106,13 @@ class Emitter {
     o << "  if (cx.finished()) return cx.finish();\n";
     std::string ind = "  ";
     if (sd_.fold) {
-      if (sd_.fold_three_two) {
+      if (sd_.fold_ring) {
+        o << "  // fold ring " << sd_.fold_ring << ": rings of " << sd_.fold_ring
+          << " consecutive ranks, reductions postponed (Rabenseifner-Traeff Sec. 3.4); the body on p / "
+          << sd_.fold_ring << " ranks, one part of the vector\n";
+        o << "  cx.fold_setup_ring(" << sd_.fold_ring << ");\n";
+        o << "  if (!cx.fold_applies()) return cx.fail_requires();  // p % " << sd_.fold_ring << " != 0\n";
+      } else if (sd_.fold_three_two) {
         o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
         o << "  // fused with the body's first round; p' = 2^floor(log2 p) virtual ranks\n";
         o << "  cx.fold_setup(/*three_two=*/true);\n";
@@ -135,6 +141,8 @@ class Emitter {
     o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
     o << ind << "(void)bine_scratch;\n";
     if (sd_.scratch) o << ind << "if ((rc = cx.set_scratch(bine_scratch)) != MPI_SUCCESS) return rc;\n";
+    if (sd_.fold && sd_.fold_ring)
+      o << ind << "if ((rc = cx.set_scratch(" << sd_.fold_ring - 1 << ")) != MPI_SUCCESS) return rc;  // fold ring: its receive buffers\n";
     if (sd_.segment)
       o << ind << "if ((rc = cx.set_segment(" << expr(*sd_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
     // The requirements of composed schedules, checked here on every rank, before the

@@ -3,6 +3,7 @@
 // the same way (docs/language.md, "fold").
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace bine {
 
@@ -81,5 +82,28 @@ struct ThreeTwo {
     return t && w == 1 ? 2 : survivor(w) + 2;
   }
 };
+
+/// One local statement of the `fold ring R` reduction: buffer `src` into buffer `dst`
+/// (0: the vector, t: scratch buffer t), reducing (dst = src op dst) or copying.
+struct RingLocal {
+  int64_t src, dst;
+  bool reduce;
+};
+/// `fold ring R` (allreduce; Rabenseifner-Traeff Sec. 3.4, reductions postponed as its
+/// requirements 1-2 demand): in prologue round t = 1 .. R-1, member c of a ring of R
+/// consecutive ranks sends part (c + t) mod R of its vector to member (c + t) mod R and
+/// receives its own part c from member (c - t) mod R into scratch buffer t, so the piece of
+/// member j is in buffer (c - j) mod R (0: its own, in the vector). After the last round it
+/// reduces x_0 op (x_1 op (... op x_{R-1})), the same bracketing on every member,
+/// accumulating in the buffer of x_{R-1}, then copies into the vector if that is not it.
+/// Shared by the compiler and the MPI runtime.
+inline std::vector<RingLocal> ring_reductions(int64_t R, int64_t c) {
+  auto buffer_of = [&](int64_t j) { return ((c - j) % R + R) % R; };
+  std::vector<RingLocal> out;
+  const int64_t acc = buffer_of(R - 1);
+  for (int64_t j = R - 2; j >= 0; --j) out.push_back({buffer_of(j), acc, true});
+  if (acc != 0) out.push_back({acc, 0, false});
+  return out;
+}
 
 }  // namespace bine

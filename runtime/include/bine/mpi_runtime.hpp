@@ -82,7 +82,7 @@ struct PRange {
   int64_t lo, hi;
 };
 using PRanges = std::initializer_list<PRange>;
-enum class Fold { none, two_one, three_two };
+enum class Fold { none, two_one, three_two, ring };
 
 /// Rank-local state of one call of a generated collective.
 class Context {
@@ -223,6 +223,21 @@ class Context {
   /// Applies the schedule's fold: virtual p / r / root (no communication). Every rank,
   /// including those that sit the body out, can then evaluate `requires` before the
   /// prologue, so a false requirement fails on all ranks alike instead of stranding some.
+  /// `fold ring R` (allreduce; RT Sec. 3.4): rings of R consecutive ranks; the body runs on
+  /// p / R virtual ranks (r / R) and on part r mod R of the vector. No communication;
+  /// fold_applies() is false when R does not divide p (the caller fails like `requires`).
+  void fold_setup_ring(int64_t R) {
+    fold_ = Fold::ring;
+    ring_ = R;
+    const int64_t v = mod(rank_ - root_, size_);
+    ring_c_ = mod(v, R);
+    active_ = true;
+    vrank_ = v / R;
+    vsize_ = size_ % R == 0 ? size_ / R : 1;
+    vroot_ = 0;
+  }
+  /// False when the fold cannot apply to this p (`fold ring R` with R not dividing p).
+  bool fold_applies() const { return fold_ != Fold::ring || size_ % ring_ == 0; }
   void fold_setup(bool three_two = false) {
     if (three_two) {
       // fold 3-2 (allreduce): every rank runs the body, the eliminated ones (shadows) as
@@ -257,6 +272,7 @@ class Context {
   /// The fold's prologue round: odd v hands its data to v - 1.
   int fold_prologue() {
     const int64_t v = mod(rank_ - root_, size_);
+    if (fold_ == Fold::ring) return ring_rounds(/*prologue=*/true);
     const FoldData d = bine::fold_steps(kind_).prologue;
     if (fold_ != Fold::two_one || extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
     // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
@@ -277,6 +293,10 @@ class Context {
       begin_round();
       if (v < 2 * extra_) post(fold_data(d), fold_partner_, !active_, false, false);
       const int rc = end_round();
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    if (fold_ == Fold::ring) {
+      const int rc = ring_rounds(/*prologue=*/false);
       if (rc != MPI_SUCCESS) return rc;
     }
     if (fold_ == Fold::three_two && extra_ > 0 && !fused_done_) {
@@ -326,7 +346,8 @@ class Context {
   int64_t segment() const { return segment_; }
   /// Sets the block count B of the vector.
   void set_blocks(int64_t B) {
-    blocks_ = B;
+    body_blocks_ = B;
+    blocks_ = fold_ == Fold::ring ? ring_ * B : B;  // fold ring: the body owns one of R parts
     blocks_set_ = true;
   }
 
@@ -659,6 +680,7 @@ class Context {
     if (fold_ == Fold::none) return mod(w, size_);
     w = mod(w, vsize_);
     if (fold_ == Fold::three_two) return real_of_v(tt_.survivor(w));
+    if (fold_ == Fold::ring) return real_of_v(ring_ * w + ring_c_);
     return real_of_v(w < extra_ ? 2 * w : w + extra_);
   }
   void add_op(const BlockSet& set, int64_t peer, bool is_recv, bool reduce) {
@@ -667,6 +689,7 @@ class Context {
   /// Body block set -> real block set: with rank-indexed blocks under a fold, virtual
   /// block w stands for the blocks of the one or two real ranks it represents.
   BlockSet real_blocks(const BlockSet& body) const {
+    if (fold_ == Fold::ring) return body.shifted(ring_c_ * body_blocks_);
     if (fold_ == Fold::none || !blocked_) return body;
     BlockSet out;
     auto v_first = [&](int64_t w) { return w < extra_ ? 2 * w : w + extra_; };
@@ -932,6 +955,33 @@ class Context {
     const int rc = execute(std::move(e1));
     return rc != MPI_SUCCESS ? rc : execute(std::move(e2));
   }
+  /// fold ring R: the R - 1 prologue rounds (member c sends part c + t to member c + t and
+  /// keeps the piece of member c - t of its own part in scratch buffer t; after the last,
+  /// the reduction in ring order, bine::ring_reductions) or the R - 1 epilogue rounds (its
+  /// part to member c + t, part c - t from member c - t). The same rounds as the compiler's
+  /// build_ring().
+  int ring_rounds(bool prologue) {
+    const int64_t R = ring_, c = ring_c_, Bv = body_blocks_, B = blocks_;
+    const int64_t g = mod(rank_ - root_, size_) / R;
+    auto member = [&](int64_t k) { return real_of_v(g * R + mod(k, R)); };
+    auto part = [&](int64_t k, int64_t buffer) { return BlockSet::range(mod(k, R) * Bv, mod(k, R) * Bv + Bv, B).shifted(buffer * B); };
+    for (int64_t t = 1; t < R; ++t) {
+      begin_round();
+      if (prologue) {
+        post(part(c + t, 0), member(c + t), false, false, false);
+        post(part(c, t), member(c - t), true, false, false);
+        if (t == R - 1)
+          for (const RingLocal& l : ring_reductions(R, c))
+            round_posts_.push_back({part(c, l.dst), -1, false, l.reduce, {}, true, part(c, l.src)});
+      } else {
+        post(part(c, 0), member(c + t), false, false, false);
+        post(part(c - t, 0), member(c - t), true, false, false);
+      }
+      const int rc = end_round();
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+  }
   /// Body rounds in between: the survivors run them, the shadows sit them out.
   int three_two_other() {
     if (!is_shadow()) return execute(std::move(round_posts_));
@@ -976,6 +1026,8 @@ class Context {
   std::vector<std::vector<Logged>> log_;
   // fold 3-2
   ThreeTwo tt_{1};
+  int64_t ring_ = 0, ring_c_ = 0;  ///< fold ring R: R and this rank's ring coordinate
+  int64_t body_blocks_ = 1;        ///< the body's B (blocks_ is R times it under fold ring)
   ThreeTwo::Role role_ = ThreeTwo::Role::plain;
   int64_t body_round_ = 0;     ///< rounds completed by end_round() (the fold 3-2 rounds count as one)
   bool fused_replay_ = false;  ///< this round is the final mirror's replay of the first round
