@@ -265,7 +265,6 @@ class RankRun {
         // Block j moves to block f(j); f must be a bijection on [0, B).
         if (fm_.on && fm_.blocked)
           fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
-        if (fm_.on && fm_.ring) fail(s.span, "'permute' under 'fold ring' is not supported (the body owns one part of the vector)");
         PermuteOp op;
         op.origin = Origin{s.span, {}, {}};
         op.blocks = BlockSet::all(blocks);

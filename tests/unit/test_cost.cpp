@@ -1058,3 +1058,60 @@ TEST_CASE("fold 3-2 with RT's threshold: rt_fold_allreduce at halving = 0, 1, 2 
         expect(run(s, n, 4, c), c, {rounds, bytes, red});
       }
 }
+
+namespace {
+/// The ops of one rank and round without their source origins, for comparing instances.
+std::vector<std::string> bare_ops(const Round& rd) {
+  std::vector<std::string> out;
+  for (const Op& op : rd) {
+    if (const auto* s = std::get_if<SendOp>(&op)) out.push_back("send " + format_blocks(s->blocks) + " to " + std::to_string(s->peer));
+    else if (const auto* v = std::get_if<RecvOp>(&op))
+      out.push_back("recv " + format_blocks(v->blocks) + " from " + std::to_string(v->peer) + (v->reduce ? " reduce" : ""));
+    else if (const auto* l = std::get_if<LocalOp>(&op))
+      out.push_back((l->reduce ? "reduce " : "copy ") + format_blocks(l->src) + " into " + format_blocks(l->blocks));
+    else out.push_back("permute");
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("fold ring 3 around a halving butterfly equals the hand-written small ring (rt_small_ring_ordered_allreduce) op by op") {
+  // Two independent descriptions of RT Sec. 3.4 for p = 3 2^n: the language construct (its
+  // prologue and epilogue built by the compiler, bine::ring_reductions) and the schedule
+  // written out in dsl/lib/rabenseifner_traff.bine.
+  const Program& prog = library_with("tests/schedules/fold_ring.bine");
+  for (int64_t p = 3; p <= 192; p *= 2) {
+    CAPTURE(p);
+    const Schedule a = inst(prog, "ring3_fold", p), b = inst(prog, "rt_small_ring_ordered_allreduce", p);
+    REQUIRE(a.num_rounds == b.num_rounds);
+    CHECK(a.blocks == b.blocks);
+    CHECK(a.scratch == b.scratch);
+    for (int64_t x = 0; x < p; ++x)
+      for (int64_t t = 0; t < a.num_rounds; ++t) {
+        CAPTURE(x);
+        CAPTURE(t);
+        CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
+      }
+  }
+}
+
+TEST_CASE("fold ring 3 around rt_allreduce (rt_ring3_allreduce): the ring's rounds plus the body's cost on p/3 ranks and m/3") {
+  // RT Sec. 3.6: the ring on the factor 3 costs 2 (alpha + m/3 beta) and 2/3 m gamma before
+  // the body (two thirds reduced after the second round) and 2 (alpha + m/3 beta) after it;
+  // the body is rt_allreduce on p/3 ranks and a third of the vector, priced on its own.
+  for (size_t mi = 0; mi < kMachines.size(); ++mi)
+    for (int64_t p = 3; p <= 96; p += 3) {
+      CAPTURE(mi);
+      CAPTURE(p);
+      const CostParams c = flat(kMachines[mi]);
+      const Schedule s = inst("rt_ring3_allreduce", p), body = inst("rt_allreduce", p / 3);
+      REQUIRE(s.blocks == 3 * body.blocks);
+      const uint64_t third = uint64_t(body.blocks) * 8, n = 3 * third, N = 4 * n;  // whole blocks
+      const CostResult whole = run(s, n, 4, c), part = run(body, third, 4, c);
+      REQUIRE(whole.ok);
+      REQUIRE(part.ok);
+      check_consistent(whole, c);
+      CHECK(s.num_rounds == body.num_rounds + 4);
+      CHECK(whole.makespan == doctest::Approx(4 * c.alpha + 4.0 / 3 * double(N) * c.beta + 2.0 / 3 * double(n) * c.gamma + part.makespan));
+    }
+}
