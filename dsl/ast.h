@@ -146,20 +146,4 @@ struct Program {
   std::vector<ScheduleDecl> schedules;
 };
 
-/// The `mirror` statement that ends a schedule's body, looking through a final
-/// `phase NAME = SCHEDULE` into the used schedule's body; null when the body does not end
-/// with one. Under `fold 3-2` the replay of the body's first round by this mirror is fused
-/// with the elimination's epilogue (docs/language.md, "fold 3-2"); the instantiator and the
-/// emitter both use this rule, so the compiler and generated code agree.
-inline const Stmt* final_mirror(const Program& prog, const ScheduleDecl& sd) {
-  const ScheduleDecl* cur = &sd;
-  for (int depth = 0; depth < 64 && !cur->body.empty(); ++depth) {
-    const Stmt& last = *cur->body.back();
-    if (last.kind == StmtKind::mirror) return &last;
-    if (last.kind != StmtKind::use || last.target < 0) return nullptr;
-    cur = &prog.schedules[size_t(last.target)];
-  }
-  return nullptr;
-}
-
 }  // namespace bine

@@ -94,7 +94,6 @@ class RankRun {
     root_ = fm.on ? 0 : root_real;
     slots_.resize(size_t(sd.num_slots));
     phase_rounds_.resize(size_t(sd.num_phases), {0, 0});
-    if (fm.three_two) fuse_mirror_ = final_mirror(prog, sd);
   }
 
   std::vector<Round> rounds;
@@ -140,7 +139,7 @@ class RankRun {
                                      " blocks in all buffers)");
     }
     top_segment = segment_ = eval_segment(*sd_, 0);
-    exec_block(sd_->body);
+    exec_top(sd_->body, /*at_end=*/true);
     return true;
   }
 
@@ -174,6 +173,16 @@ class RankRun {
   // ---- statements ----
   void exec_block(const Block& b) {
     for (const StmtPtr& s : b) exec(*s);
+  }
+  /// The body of a schedule (top level or composed): its last statement ends the top-level
+  /// body when `at_end` (a mirror there is fused with the `fold 3-2` epilogue; the emitter's
+  /// top_block() applies the same rule).
+  void exec_top(const Block& b, bool at_end) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      at_end_ = at_end && i + 1 == b.size();
+      exec(*b[i]);
+    }
+    at_end_ = false;
   }
   void open_round(const Stmt& site, const std::string& label) {
     if (rounds.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
@@ -325,7 +334,7 @@ class RankRun {
         }
         const int64_t saved_segment = segment_;
         segment_ = eval_segment(t, segment_);
-        exec_block(t.body);
+        exec_top(t.body, at_end_);
         segment_ = saved_segment;
         sd_ = saved_sd;
         slots_ = std::move(saved_slots);
@@ -339,7 +348,7 @@ class RankRun {
         const std::string via = "mirror of phase '" + s.other + "'";
         for (size_t i = end; i-- > start;) {
           open_round(s, "phase " + s.name + " (" + via + ", its body round " + std::to_string(i) + ")");
-          if (&s == fuse_mirror_ && i == 0) fused_round = int64_t(rounds.size()) - 1;
+          if (fm_.three_two && at_end_ && i == 0) fused_round = int64_t(rounds.size()) - 1;
           const Round src = rounds[i];
           for (const Op& op : src) {
             Origin o = origin_of(op);
@@ -592,7 +601,7 @@ class RankRun {
   bool in_round_ = false;
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
-  const Stmt* fuse_mirror_ = nullptr;  ///< fold 3-2: final_mirror() of the schedule
+  bool at_end_ = false;  ///< the statement being run ends the top-level body (exec_top)
 };
 
 /// What virtual rank w does in the body's first round (run of its survivor): the blocks it

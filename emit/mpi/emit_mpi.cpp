@@ -154,7 +154,7 @@ class Emitter {
       ind = "    ";
     }
     next_phase_ = sd_.num_phases;
-    block(sd_.body, ind);
+    top_block(sd_.body, ind, /*at_end=*/true);
     if (sd_.fold) o << "  }\n";
     o << "  return cx.finish();\n}\n";
     return o.str();
@@ -271,6 +271,15 @@ class Emitter {
   void block(const Block& b, const std::string& ind) {
     for (const StmtPtr& s : b) stmt(*s, ind);
   }
+  /// The body of a schedule (top level or composed): its last statement ends the caller's
+  /// body when `at_end` (a mirror there is fused with the `fold 3-2` epilogue).
+  void top_block(const Block& b, const std::string& ind, bool at_end) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      at_end_ = at_end && i + 1 == b.size();
+      stmt(*b[i], ind);
+    }
+    at_end_ = false;
+  }
   void end_round(const std::string& ind) {
     *out_ << ind << "if ((rc = cx.end_round()) != MPI_SUCCESS) return rc;\n";
   }
@@ -347,7 +356,7 @@ class Emitter {
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
-        if (sd_.fold && sd_.fold_three_two && &s == final_mirror(prog_, sd_))
+        if (sd_.fold && sd_.fold_three_two && at_end_)
           o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of
             << ", /*fold 3-2 epilogue fused with its first round*/ true)) != MPI_SUCCESS) return rc;\n";
         else
@@ -387,7 +396,7 @@ class Emitter {
             << "\n";
         }
         phase_base_ = base;
-        block(t.body, in);
+        top_block(t.body, in, at_end_);
         phase_base_ = saved_base;
         if (t.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
         o << ind << "}\n";
@@ -481,6 +490,7 @@ class Emitter {
   const ScheduleDecl& sd_;
   int phase_base_ = 0;  ///< phase ids of the schedule being emitted start here
   int next_phase_ = 0;  ///< first id free for an inlined schedule's phases
+  bool at_end_ = false;  ///< the statement being emitted ends the top-level body (top_block)
   std::ostream* out_ = nullptr;
   int counter_ = 0;
 };

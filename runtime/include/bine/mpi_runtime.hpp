@@ -458,8 +458,8 @@ class Context {
   }
   /// Replays phase `id` reversed: rounds in reverse order, sends become copy receives
   /// and receives become sends, with the same peers and block sets. `fold_epilogue`: this
-  /// mirror ends the body (bine::final_mirror) and, under fold 3-2, its replay of the
-  /// body's first round is fused with the elimination's epilogue.
+  /// mirror is the last statement of the body (through composed schedules) and, under
+  /// fold 3-2, its replay of the body's first round is fused with the elimination's epilogue.
   int mirror(int id, bool fold_epilogue = false) {
     if (id < 0 || id >= int(log_.size())) return MPI_ERR_OTHER;
     const std::vector<Logged> rounds = log_[size_t(id)];
