@@ -871,7 +871,8 @@ class Context {
   // ---- fold 3-2 (bine::ThreeTwo; the compiler's build_three_two() builds the same rounds) ----
   using Role = ThreeTwo::Role;
   bool is_shadow() const { return role_ == Role::shadow || role_ == Role::triple_shadow; }
-  /// Virtual rank of the helper of this rank's virtual rank (its shadow).
+  /// The rank (relative to the root, like every ThreeTwo rank) that helps this rank's
+  /// virtual rank: its shadow, -1 when it has none.
   int64_t helper() const { return tt_.shadow(vrank_); }
   static Op with_peer(Op op, int64_t peer) {
     op.real_peer = peer;
