@@ -1095,6 +1095,19 @@ TEST_CASE("fold ring 3 around a halving butterfly equals the hand-written small 
   }
 }
 
+TEST_CASE("'fold 2-1' is 'fold': the same instances as recursive_doubling_allreduce, op by op") {
+  const Program& prog = library_with("tests/schedules/fold_ring.bine");
+  for (int64_t p = 1; p <= 40; ++p) {
+    CAPTURE(p);
+    const Schedule a = inst(prog, "rd_fold_2_1", p), b = inst(prog, "recursive_doubling_allreduce", p);
+    REQUIRE(a.num_rounds == b.num_rounds);
+    CHECK(a.fold == b.fold);
+    CHECK(!a.fold_three_two);
+    for (int64_t x = 0; x < p; ++x)
+      for (int64_t t = 0; t < a.num_rounds; ++t) CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
+  }
+}
+
 TEST_CASE("fold ring 3 around rt_allreduce (rt_ring3_allreduce): the ring's rounds plus the body's cost on p/3 ranks and m/3") {
   // RT Sec. 3.6: the ring on the factor 3 costs 2 (alpha + m/3 beta) and 2/3 m gamma before
   // the body (two thirds reduced after the second round) and 2 (alpha + m/3 beta) after it;
