@@ -261,8 +261,6 @@ class Sema {
     if (s.fold_ring && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
       diags_.error(s.fold_span, "'fold ring' is defined for allreduce only (its ring allgather returns the whole result); "
                                 "use 'fold' (2-1) for " + s.collective_name);
-    if (s.fold_ring && s.scratch)
-      diags_.error(s.scratch->span, "'scratch' cannot be combined with 'fold ring' (the ring uses R - 1 scratch buffers of its own)");
     if (s.fold_three_two && s.scratch)
       diags_.error(s.scratch->span, "'scratch' cannot be combined with 'fold 3-2' (the elimination moves vector blocks only)");
     push();

@@ -133,9 +133,9 @@ class RankRun {
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
     if (sd_->scratch) {
       scratch = eval_int(*sd_->scratch, sd_->scratch->span);
-      if (scratch < 0 || (scratch + 1) > kMaxBlocks / blocks)
+      if (scratch < 0 || (scratch + 1) > kMaxBlocks / buffer_stride())
         fail(sd_->scratch->span, "scratch buffer count " + std::to_string(scratch) + " outside 0.." +
-                                     std::to_string(kMaxBlocks / blocks - 1) + " (at most " + std::to_string(kMaxBlocks) +
+                                     std::to_string(kMaxBlocks / buffer_stride() - 1) + " (at most " + std::to_string(kMaxBlocks) +
                                      " blocks in all buffers)");
     }
     top_segment = segment_ = eval_segment(*sd_, 0);
@@ -550,7 +550,7 @@ class RankRun {
                                       : " (the schedule declares no 'scratch' buffers)"));
           if (!in.empty() && in.ranges().back().second > blocks)
             fail(e.kids[1]->span, "buf() takes blocks of the vector, [0, " + std::to_string(blocks) + ")");
-          return in.shifted(j * blocks);
+          return in.shifted(j * buffer_stride());
         }
         if (e.builtin == int(BuiltinId::bufs)) {
           // bufs(a, b, S): blocks S of buffers a .. b-1.
@@ -562,14 +562,18 @@ class RankRun {
           if (!in.empty() && in.ranges().back().second > blocks)
             fail(e.kids[2]->span, "bufs() takes blocks of the vector, [0, " + std::to_string(blocks) + ")");
           BlockSet out;
-          if (in == BlockSet::all(blocks)) return BlockSet::range(a * blocks, b * blocks, (scratch + 1) * blocks);
-          for (int64_t j = a; j < b; ++j) out = out | in.shifted(j * blocks);
+          if (in == BlockSet::all(blocks) && buffer_stride() == blocks)
+            return BlockSet::range(a * blocks, b * blocks, (scratch + 1) * blocks);
+          for (int64_t j = a; j < b; ++j) out = out | in.shifted(j * buffer_stride());
           return out;
         }
         fail(e.span, "internal: int used as set");
       default: fail(e.span, "internal: int used as set");
     }
   }
+  /// Blocks per buffer in the instance: B, or R * B under `fold ring R` (the body's blocks are
+  /// one R-th of each buffer; real_blocks() then shifts them to the rank's part).
+  int64_t buffer_stride() const { return fm_.on && fm_.ring ? fm_.ring * blocks : blocks; }
   /// BlockSet::stride's set (blocks first + j*step mod B, j < count), built in
   /// O(count log count) rather than by count unions, with wrapping arithmetic.
   BlockSet stride(int64_t first, int64_t step, int64_t count, const Span& at) {
@@ -792,7 +796,7 @@ InstStatus build_ring(const ScheduleDecl& decl, const FoldMap& fm, std::vector<R
   const int64_t R = fm.ring, Bv = ref.blocks, B = R * Bv;
   const size_t body = ref.rounds.size(), pro = size_t(R - 1);
   out.blocks = B;
-  out.scratch = R - 1;
+  out.scratch = std::max(ref.scratch, R - 1);  // the body's buffers reuse the ring's
   out.num_rounds = int64_t(2 * pro + body);
   out.round_labels.clear();
   out.round_segments.clear();

@@ -140,9 +140,11 @@ class Emitter {
     o << ind << "cx.set_blocks(B);\n";
     o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
     o << ind << "(void)bine_scratch;\n";
-    if (sd_.scratch) o << ind << "if ((rc = cx.set_scratch(bine_scratch)) != MPI_SUCCESS) return rc;\n";
-    if (sd_.fold && sd_.fold_ring)
-      o << ind << "if ((rc = cx.set_scratch(" << sd_.fold_ring - 1 << ")) != MPI_SUCCESS) return rc;  // fold ring: its receive buffers\n";
+    if (sd_.fold && sd_.fold_ring)  // the ring's R - 1 receive buffers, reused by the body's
+      o << ind << "if ((rc = cx.set_scratch(bine_scratch > " << sd_.fold_ring - 1 << " ? bine_scratch : " << sd_.fold_ring - 1
+        << ")) != MPI_SUCCESS) return rc;  // fold ring " << sd_.fold_ring << "\n";
+    else if (sd_.scratch)
+      o << ind << "if ((rc = cx.set_scratch(bine_scratch)) != MPI_SUCCESS) return rc;\n";
     if (sd_.segment)
       o << ind << "if ((rc = cx.set_segment(" << expr(*sd_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
     // The requirements of composed schedules, checked here on every rank, before the

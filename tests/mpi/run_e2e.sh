@@ -37,7 +37,7 @@ for p in 3 4 6 8; do
   echo -n "segmented (BINE_SEGMENT_BYTES=12) "
   BINE_SEGMENT_BYTES=12 timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
 done
-for p in 1 2 3 4 5 8 12; do
+for p in 1 2 3 4 5 8 9 12; do
   echo -n "segment clauses (tests/schedules/segmented.bine) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$segmented" check || status=1
 done
@@ -50,6 +50,11 @@ for p in 2 3 4 5 8; do
   echo -n "segment clauses "
   python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/clause$p" "$p" "${libs[@]}" "$src/tests/schedules/segmented.bine" || status=1
 done
+# fold ring 3 around a body with scratch buffers (seg_ring3_small_ring): two ring levels at p = 9.
+mkdir -p "$tmp/clause9"
+timeout 300 mpirun "${mpirun_args[@]}" -np 9 "$segmented" trace "$tmp/clause9" || status=1
+echo -n "segment clauses "
+python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/clause9" 9 "${libs[@]}" "$src/tests/schedules/segmented.bine" || status=1
 # A segmented trace must not pass as an unsegmented one.
 if python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/seg4" 4 "${libs[@]}" > "$tmp/seg.log"; then
   echo "FAIL: translation validation accepted a segmented trace as unsegmented"; status=1

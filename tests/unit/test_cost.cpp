@@ -1095,6 +1095,29 @@ TEST_CASE("fold ring 3 around a halving butterfly equals the hand-written small 
   }
 }
 
+TEST_CASE("fold ring 3 around rt_small_ring_ordered_allreduce (body scratch reusing the ring's buffers) equals it alone, op by op") {
+  // At p = 3^a 2^n, a >= 1: the fold's ring is level 0, the body's ring levels (on p/3
+  // ranks, stride 3 in real ranks, inside third c) are levels 1 .. a-1, its buffers are the
+  // ring's buffers shifted to third c.
+  const Program& prog = library_with("tests/schedules/fold_ring.bine");
+  for (int64_t p = 3; p <= 256; ++p) {
+    int64_t q = p >> oracle_floor_log2(p & -p);
+    while (q % 3 == 0) q /= 3;
+    if (p % 3 != 0 || q != 1) continue;
+    CAPTURE(p);
+    const Schedule a = inst(prog, "ring3_small_ring", p), b = inst(prog, "rt_small_ring_ordered_allreduce", p);
+    REQUIRE(a.num_rounds == b.num_rounds);
+    CHECK(a.blocks == b.blocks);
+    CHECK(a.scratch == b.scratch);
+    for (int64_t x = 0; x < p; ++x)
+      for (int64_t t = 0; t < a.num_rounds; ++t) {
+        CAPTURE(x);
+        CAPTURE(t);
+        CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
+      }
+  }
+}
+
 TEST_CASE("'fold 2-1' is 'fold': the same instances as recursive_doubling_allreduce, op by op") {
   const Program& prog = library_with("tests/schedules/fold_ring.bine");
   for (int64_t p = 1; p <= 40; ++p) {
