@@ -47,10 +47,7 @@ struct FoldMap {
   int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
   bool active(int64_t x) const {
     if (!on || ring) return true;
-    if (three_two) {
-      const ThreeTwo::Role ro = tt.role(v_of(x));
-      return ro != ThreeTwo::Role::shadow && ro != ThreeTwo::Role::triple_shadow;
-    }
+    if (three_two) return !ThreeTwo::helps(tt.role(v_of(x)));
     const int64_t v = v_of(x);
     return v >= 2 * extra || even(v);
   }
@@ -699,7 +696,7 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
     const int64_t v = fm.v_of(x);
     const Role role = tt.role(v);
     const int64_t w = tt.virt(v);
-    const bool shadow = role == Role::shadow || role == Role::triple_shadow;
+    const bool shadow = ThreeTwo::helps(role);
     const int64_t sv = fm.real_of_v(tt.survivor(w));  // the survivor this rank is or helps
     RankRun& run = runs[size_t(sv)];
     // Body rounds 1 .. R-1 (the survivors' own; a fused last round is rebuilt below).

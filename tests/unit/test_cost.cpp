@@ -1073,6 +1073,17 @@ std::vector<std::string> bare_ops(const Round& rd) {
   }
   return out;
 }
+/// a and b have the same number of rounds and, for every rank and round, the same ops
+/// (source origins aside).
+void check_same_ops(const Schedule& a, const Schedule& b) {
+  REQUIRE(a.num_rounds == b.num_rounds);
+  for (int64_t x = 0; x < a.p; ++x)
+    for (int64_t t = 0; t < a.num_rounds; ++t) {
+      CAPTURE(x);
+      CAPTURE(t);
+      CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
+    }
+}
 }  // namespace
 
 TEST_CASE("fold ring 3 around a halving butterfly equals the hand-written small ring (rt_small_ring_ordered_allreduce) op by op") {
@@ -1083,15 +1094,9 @@ TEST_CASE("fold ring 3 around a halving butterfly equals the hand-written small 
   for (int64_t p = 3; p <= 192; p *= 2) {
     CAPTURE(p);
     const Schedule a = inst(prog, "ring3_fold", p), b = inst(prog, "rt_small_ring_ordered_allreduce", p);
-    REQUIRE(a.num_rounds == b.num_rounds);
     CHECK(a.blocks == b.blocks);
     CHECK(a.scratch == b.scratch);
-    for (int64_t x = 0; x < p; ++x)
-      for (int64_t t = 0; t < a.num_rounds; ++t) {
-        CAPTURE(x);
-        CAPTURE(t);
-        CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
-      }
+    check_same_ops(a, b);
   }
 }
 
@@ -1106,15 +1111,9 @@ TEST_CASE("fold ring 3 around rt_small_ring_ordered_allreduce (body scratch reus
     if (p % 3 != 0 || q != 1) continue;
     CAPTURE(p);
     const Schedule a = inst(prog, "ring3_small_ring", p), b = inst(prog, "rt_small_ring_ordered_allreduce", p);
-    REQUIRE(a.num_rounds == b.num_rounds);
     CHECK(a.blocks == b.blocks);
     CHECK(a.scratch == b.scratch);
-    for (int64_t x = 0; x < p; ++x)
-      for (int64_t t = 0; t < a.num_rounds; ++t) {
-        CAPTURE(x);
-        CAPTURE(t);
-        CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
-      }
+    check_same_ops(a, b);
   }
 }
 
@@ -1123,11 +1122,9 @@ TEST_CASE("'fold 2-1' is 'fold': the same instances as recursive_doubling_allred
   for (int64_t p = 1; p <= 40; ++p) {
     CAPTURE(p);
     const Schedule a = inst(prog, "rd_fold_2_1", p), b = inst(prog, "recursive_doubling_allreduce", p);
-    REQUIRE(a.num_rounds == b.num_rounds);
     CHECK(a.fold == b.fold);
     CHECK(!a.fold_three_two);
-    for (int64_t x = 0; x < p; ++x)
-      for (int64_t t = 0; t < a.num_rounds; ++t) CHECK(bare_ops(a.ranks[size_t(x)][size_t(t)]) == bare_ops(b.ranks[size_t(x)][size_t(t)]));
+    check_same_ops(a, b);
   }
 }
 

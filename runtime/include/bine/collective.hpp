@@ -48,13 +48,15 @@ constexpr bool collective_reduces(Collective c) {
 /// (instantiation) and the MPI runtime, so both use the same layout.
 struct ThreeTwo {
   enum class Role { plain, triple0, triple1, triple_shadow, survivor, shadow };
-  int64_t p = 1, pv = 1, extra = 0, t = 0, u = 0;
+  int64_t p = 1, pv = 1, extra = 0, t = 0;  ///< (extra - t) / 2 groups of four follow the 3-2 step
   explicit ThreeTwo(int64_t p_ = 1) : p(p_) {
     while (pv * 2 <= p) pv *= 2;
     extra = p - pv;
     t = extra & 1;
-    u = (extra - t) / 2;
   }
+  /// True for the ranks that help a virtual rank (they sit the body out between rounds A, B
+  /// and the epilogue).
+  static bool helps(Role r) { return r == Role::shadow || r == Role::triple_shadow; }
   /// Real ranks [0, region_end()) take part in an elimination step.
   int64_t region_end() const { return 2 * extra + t; }
   /// Virtual ranks [0, vregion_end()) are represented by more than one real rank.

@@ -305,7 +305,7 @@ class Context {
       std::vector<Op> e;
       if (role_ == Role::survivor || role_ == Role::triple1)
         e.push_back({all, real_of_v(helper()), false, false, {}, false, {}});
-      if (role_ == Role::shadow || role_ == Role::triple_shadow)
+      if (ThreeTwo::helps(role_))
         e.push_back({all, real_of_v(tt_.survivor(vrank_)), true, false, {}, false, {}});
       const int rc = execute(std::move(e));
       if (rc != MPI_SUCCESS) return rc;
@@ -870,7 +870,6 @@ class Context {
 
   // ---- fold 3-2 (bine::ThreeTwo; the compiler's build_three_two() builds the same rounds) ----
   using Role = ThreeTwo::Role;
-  bool is_shadow() const { return role_ == Role::shadow || role_ == Role::triple_shadow; }
   /// The rank (relative to the root, like every ThreeTwo rank) that helps this rank's
   /// virtual rank: its shadow, -1 when it has none.
   int64_t helper() const { return tt_.shadow(vrank_); }
@@ -985,7 +984,7 @@ class Context {
   }
   /// Body rounds in between: the survivors run them, the shadows sit them out.
   int three_two_other() {
-    if (!is_shadow()) return execute(std::move(round_posts_));
+    if (!ThreeTwo::helps(role_)) return execute(std::move(round_posts_));
     round_posts_.clear();
     return MPI_SUCCESS;
   }
