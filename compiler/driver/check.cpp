@@ -1,5 +1,7 @@
 #include "check.h"
 
+#include <nlohmann/json.hpp>
+
 #include "instantiate.h"
 
 namespace bine {
@@ -7,6 +9,7 @@ namespace bine {
 ProofSummary CheckReport::proof() const {
   ProofSummary p;
   p.not_applicable = not_applicable;
+  p.unmet = unmet_by_p;
   p.order_preserving = ok && order_preserving;
   if (ok)
     for (int64_t x : order_p) {
@@ -48,6 +51,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
   const std::vector<bool> comm_values = commutative_values(s);
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
     bool order_here = true, any_applicable = false, noncomm_applicable = false;
+    std::string unmet_here;  ///< the first false clause at this p
     for (int64_t root : roots_for(s, p, opt))
       for (bool commutative : comm_values) {
         Schedule sch;
@@ -56,6 +60,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         const InstStatus st = instantiate(program, s, req, sch, diags, &unmet);
         if (st == InstStatus::not_applicable) {
           if (rep.unmet.empty()) rep.unmet = unmet;
+          if (unmet_here.empty()) unmet_here = unmet;
           if (!commutative) order_here = false;  // refused for non-commutative operators
           continue;
         }
@@ -78,7 +83,10 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         rep.failed_root = root;
         return rep;
       }
-    if (!any_applicable) rep.not_applicable.push_back(p);
+    if (!any_applicable) {
+      rep.not_applicable.push_back(p);
+      rep.unmet_by_p.push_back(unmet_here);
+    }
     if (noncomm_applicable && order_here) rep.order_p.push_back(p);
   }
   if (rep.order_p.empty()) rep.order_preserving = false;
@@ -100,6 +108,26 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
     l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
          "; same bracketing on all ranks: " + (r.same_bracketing ? "yes" : "no");
   return l;
+}
+
+std::string report_json(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt) {
+  nlohmann::json j;
+  j["schedule"] = s.name;
+  j["collective"] = collective_name(s.collective);
+  j["ok"] = r.ok;
+  j["p_lo"] = opt.p_lo;
+  j["p_hi"] = opt.p_hi;
+  j["instances"] = r.instances;
+  nlohmann::json ex = nlohmann::json::array();
+  for (size_t i = 0; i < r.not_applicable.size(); ++i)
+    ex.push_back({{"p", r.not_applicable[i]}, {"requires", i < r.unmet_by_p.size() ? r.unmet_by_p[i] : r.unmet}});
+  j["excluded"] = ex;
+  if (collective_reduces(s.collective)) {
+    j["order_preserving"] = r.ok && r.order_preserving;
+    j["same_bracketing"] = r.ok && r.same_bracketing;
+  }
+  if (!r.ok) j["failed"] = {{"p", r.failed_p}, {"root", r.failed_root}};
+  return j.dump();
 }
 
 }  // namespace bine

@@ -21,6 +21,9 @@ struct CheckReport {
   bool ok = true;
   int64_t instances = 0;               ///< (p, root) pairs verified
   std::vector<int64_t> not_applicable; ///< p where `requires` is false
+  /// Parallel to `not_applicable`: the false `requires` clause at that p, as written in the
+  /// source (or the fold's condition, e.g. "p % 3 == 0 (fold ring 3)").
+  std::vector<std::string> unmet_by_p;
   std::string unmet;                   ///< the first false `requires` clause
   bool order_preserving = true;        ///< over every verified instance
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
@@ -47,5 +50,11 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
 
 /// One-line summary: "name (collective): verified p=1..64, 2080 instances; order-preserving: no; ...".
 std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt);
+
+/// The same report as one JSON object (`bine-cc check --json`, docs/cli.md): schedule,
+/// collective, ok, p_lo, p_hi, instances, excluded (one {p, requires} per p a `requires`
+/// excludes), for reducing collectives order_preserving and same_bracketing, and failed
+/// {p, root} when ok is false. Deterministic (keys sorted).
+std::string report_json(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt);
 
 }  // namespace bine

@@ -64,7 +64,7 @@ std::vector<const ScheduleDecl*> selected(const Program& prog, const std::vector
   return out;
 }
 
-int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet) {
+int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -79,13 +79,17 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   }
   const auto todo = selected(prog, c.only, diags);
   bool all_ok = !diags.has_errors();
-  for (const ScheduleDecl* s : todo) {
+  if (json) std::cout << "[";
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const ScheduleDecl* s = todo[i];
     DiagnosticSink one;
     const CheckReport rep = check_schedule(prog, *s, opt, one);
     all_ok &= rep.ok;
-    if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
+    if (json) std::cout << (i ? ",\n " : "\n ") << report_json(*s, rep, opt);
+    else if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
     for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
   }
+  if (json) std::cout << "\n]\n";
   print_diags(diags, c.format);
   return all_ok ? 0 : 1;
 }
@@ -243,13 +247,15 @@ int main(int argc, char** argv) {
 
   std::string ranks = "1..64";
   int64_t all_roots_up_to = 64;
-  bool quiet = false;
+  bool quiet = false, check_json = false;
   CLI::App* check = app.add_subcommand("check", "verify schedules for a range of process counts and every root; exit 0 when all hold");
   add_common(check);
   check->add_option("--ranks", ranks, "process counts, A..B or P (default 1..64)");
   check->add_option("--all-roots-up-to", all_roots_up_to,
                     "verify every root up to this p; above it roots 0, 1, p/2, p-1 (default 64)");
   check->add_flag("--quiet", quiet, "print only failing schedules");
+  check->add_flag("--json", check_json,
+                  "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
 
   std::string target = "mpi", out, verify_ranks = "1..32";
   CLI::App* compile = app.add_subcommand("compile", "verify, then emit a header with one function per schedule");
@@ -290,7 +296,7 @@ int main(int argc, char** argv) {
   cost->add_flag("--json", copt.json, "JSON instead of text");
 
   CLI11_PARSE(app, argc, argv);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);

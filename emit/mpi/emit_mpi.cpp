@@ -497,6 +497,50 @@ class Emitter {
   int counter_ = 0;
 };
 
+/// `text` as a C string literal.
+std::string c_string(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') out += '\\', out += ch;
+    else if (u < 0x20 || u >= 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+      out += "\"\"";  // ends the hex escape
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// The condition a p outside the verified range fails, as `_requires` states it.
+std::string range_condition(const ProofSummary& p) {
+  return std::to_string(p.p_lo) + " <= p <= " + std::to_string(p.p_hi) + " (the verified range)";
+}
+
+/// The body of `_requires` inside the verified range: one case list per distinct reason,
+/// reasons in order of their first p.
+void requires_switch(std::ostream& o, const ProofSummary& pf) {
+  if (pf.not_applicable.empty()) {
+    o << "  return NULL;\n";
+    return;
+  }
+  auto reason = [&](size_t k) { return k < pf.unmet.size() ? pf.unmet[k] : std::string("a `requires` clause"); };
+  std::vector<std::string> reasons;
+  for (size_t k = 0; k < pf.not_applicable.size(); ++k)
+    if (std::find(reasons.begin(), reasons.end(), reason(k)) == reasons.end()) reasons.push_back(reason(k));
+  o << "  switch (p) {\n";
+  for (const std::string& why : reasons) {
+    for (size_t k = 0; k < pf.not_applicable.size(); ++k)
+      if (reason(k) == why) o << "    case " << pf.not_applicable[k] << ":\n";
+    o << "      return " << c_string(why) << ";\n";
+  }
+  o << "    default:\n      return NULL;\n  }\n";
+}
+
 std::string proof_line(const ProofSummary& p, bool rooted) {
   std::string s = "verified by bine-cc for p = " + std::to_string(p.p_lo) + ".." + std::to_string(p.p_hi) +
                   (rooted ? ", every root" : "") + ": postcondition, deadlock freedom (zero buffering), no races";
@@ -528,6 +572,10 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     o << "/// 1 when the schedule applies to p processes, 0 when its `requires` excludes p, -1 when p\n"
       << "/// is outside the verified range (" << proofs[i].p_lo << ".." << proofs[i].p_hi << ").\n";
     o << "int " << emitted_function_name(*schedules[i]) << "_applicable(int p);\n";
+    o << "/// Why the schedule does not apply to p processes: the `requires` condition that is false\n"
+      << "/// at p, as written in the source (e.g. \"p % 3 == 0 (fold ring 3)\"), or \"" << range_condition(proofs[i])
+      << "\"\n/// outside the verified range; NULL when it applies (_applicable(p) == 1). Static storage.\n";
+    o << "const char* " << emitted_function_name(*schedules[i]) << "_requires(int p);\n";
   }
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
@@ -558,6 +606,11 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
       for (int64_t x : proofs[i].not_applicable) o << "    case " << x << ":\n";
       o << "      return 0;  // `requires` is false\n    default:\n      return 1;\n  }\n}\n\n";
     }
+    o << "extern \"C\" const char* " << emitted_function_name(s) << "_requires(int p) {\n";
+    o << "  if (p < " << proofs[i].p_lo << " || p > " << proofs[i].p_hi << ") return " << c_string(range_condition(proofs[i]))
+      << ";\n";
+    requires_switch(o, proofs[i]);
+    o << "}\n\n";
   }
   o << "#endif  // BINE_IMPLEMENTATION\n";
   return o.str();
