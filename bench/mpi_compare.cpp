@@ -60,41 +60,41 @@ int main(int argc, char** argv) {
     std::vector<int> a(n * p, 1), b(n * p, 0);
     double ref = time_us([&] { MPI_Allreduce(a.data(), b.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps);
 #define AR(f, o, s) row("allreduce", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
-    BINE_ALLREDUCE_SCHEDULES(AR)
+    BCC_ALLREDUCE_SCHEDULES(AR)
     // Segmentation (the `segment` clause, here through its BINE_SEGMENT_BYTES override):
     // bine_allreduce_rsag with pieces of 1/16 and 1/4 of the vector, same run, same ref.
     for (size_t div : {size_t(16), size_t(4)}) {
-      if (bytes < 32768 || !bine_bine_allreduce_rsag_applicable(size)) break;
+      if (bytes < 32768 || !bcc_bine_allreduce_rsag_applicable(size)) break;
       const std::string seg = std::to_string(bytes / div);
       setenv("BINE_SEGMENT_BYTES", seg.c_str(), 1);
       const std::string name = "bine_allreduce_rsag, segment " + seg;
       row("allreduce", name.c_str(), bytes,
-          time_us([&] { bine_bine_allreduce_rsag(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
+          time_us([&] { bcc_bine_allreduce_rsag(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
       unsetenv("BINE_SEGMENT_BYTES");
     }
     ref = time_us([&] { MPI_Bcast(a.data(), int(n), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
 #define BC(f, o, s) row("bcast", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), n, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
-    BINE_BCAST_SCHEDULES(BC)
+    BCC_BCAST_SCHEDULES(BC)
     ref = time_us([&] { MPI_Reduce(a.data(), b.data(), int(n), MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD); }, reps);
 #define RD(f, o, s) row("reduce", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD); }, reps), ref);
-    BINE_REDUCE_SCHEDULES(RD)
+    BCC_REDUCE_SCHEDULES(RD)
     const size_t nb = std::max<size_t>(1, n / p);  // per-rank block: total vector ~ bytes
     ref = time_us([&] { MPI_Allgather(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, MPI_COMM_WORLD); }, reps);
 #define AG(f, o, s) row("allgather", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps), ref);
-    BINE_ALLGATHER_SCHEDULES(AG)
+    BCC_ALLGATHER_SCHEDULES(AG)
     ref = time_us([&] { MPI_Gather(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
 #define GA(f, o, s) row("gather", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
-    BINE_GATHER_SCHEDULES(GA)
+    BCC_GATHER_SCHEDULES(GA)
     ref = time_us([&] { MPI_Scatter(a.data(), int(nb), MPI_INT, b.data(), int(nb), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
 #define SC(f, o, s) row("scatter", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, b.data(), nb, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);
-    BINE_SCATTER_SCHEDULES(SC)
+    BCC_SCATTER_SCHEDULES(SC)
     ref = time_us([&] { MPI_Reduce_scatter_block(a.data(), b.data(), int(nb), MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps);
 #define RS(f, o, s) row("reduce_scatter", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), b.data(), nb, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
-    BINE_REDUCE_SCATTER_SCHEDULES(RS)
+    BCC_REDUCE_SCATTER_SCHEDULES(RS)
     std::vector<int> c(nb * p, 0);
     ref = time_us([&] { MPI_Alltoall(a.data(), int(nb), MPI_INT, c.data(), int(nb), MPI_INT, MPI_COMM_WORLD); }, reps);
 #define A2A(f, o, s) row("alltoall", #f, nb * p * 4, time_if(f##_applicable(size), [&] { f(a.data(), nb, MPI_INT, c.data(), nb, MPI_INT, MPI_COMM_WORLD); }, reps), ref);
-    BINE_ALLTOALL_SCHEDULES(A2A)
+    BCC_ALLTOALL_SCHEDULES(A2A)
   }
   MPI_Finalize();
   return 0;

@@ -3,7 +3,7 @@
  * generated allreduce and broadcast next to Open MPI's own MPI_Allreduce / MPI_Bcast on the
  * same data, and exits non-zero if any differ. A schedule that does not apply at this
  * process count (its `requires` is false, or p is outside the verified range) is not called:
- * its row says why, in the words of the generated header (bine_<name>_requires).
+ * its row says why, in the words of the generated header (bcc_<name>_requires).
  * Run: mpirun -np 8 ./allreduce_bcast */
 #include <mpi.h>
 #include <stdio.h>
@@ -23,14 +23,14 @@ typedef const char* (*requires_fn)(int);
 #define AR_FN(f, order, same) f,
 #define AR_APPLIES(f, order, same) f##_applicable,
 #define AR_REQUIRES(f, order, same) f##_requires,
-static const char* ar_names[] = {BINE_ALLREDUCE_SCHEDULES(AR_NAME)};
-static const allreduce_fn ar_fns[] = {BINE_ALLREDUCE_SCHEDULES(AR_FN)};
-static const applicable_fn ar_applies[] = {BINE_ALLREDUCE_SCHEDULES(AR_APPLIES)};
-static const requires_fn ar_requires[] = {BINE_ALLREDUCE_SCHEDULES(AR_REQUIRES)};
-static const char* bc_names[] = {BINE_BCAST_SCHEDULES(AR_NAME)};
-static const bcast_fn bc_fns[] = {BINE_BCAST_SCHEDULES(AR_FN)};
-static const applicable_fn bc_applies[] = {BINE_BCAST_SCHEDULES(AR_APPLIES)};
-static const requires_fn bc_requires[] = {BINE_BCAST_SCHEDULES(AR_REQUIRES)};
+static const char* ar_names[] = {BCC_ALLREDUCE_SCHEDULES(AR_NAME)};
+static const allreduce_fn ar_fns[] = {BCC_ALLREDUCE_SCHEDULES(AR_FN)};
+static const applicable_fn ar_applies[] = {BCC_ALLREDUCE_SCHEDULES(AR_APPLIES)};
+static const requires_fn ar_requires[] = {BCC_ALLREDUCE_SCHEDULES(AR_REQUIRES)};
+static const char* bc_names[] = {BCC_BCAST_SCHEDULES(AR_NAME)};
+static const bcast_fn bc_fns[] = {BCC_BCAST_SCHEDULES(AR_FN)};
+static const applicable_fn bc_applies[] = {BCC_BCAST_SCHEDULES(AR_APPLIES)};
+static const requires_fn bc_requires[] = {BCC_BCAST_SCHEDULES(AR_REQUIRES)};
 
 static void print_row(const char* label, const int* v, int ok) {
   printf("  %-36s", label);

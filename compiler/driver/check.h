@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ast.h"
-#include "emit_mpi.h"
+#include "proof.h"
 #include "verify.h"
 
 namespace bine {

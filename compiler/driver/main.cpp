@@ -7,6 +7,7 @@
 #include "check.h"
 #include "cost.h"
 #include "emit_mpi.h"
+#include "target.h"
 #include "instantiate.h"
 #include "schedule.h"
 #include "sema.h"
@@ -94,11 +95,18 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   return all_ok ? 0 : 1;
 }
 
-int cmd_compile(const Common& c, const std::string& target, const std::string& out, const std::string& ranks) {
+int cmd_compile(const Common& c, const std::string& target_name, const std::string& out, const std::string& ranks,
+                const EmitOptions& eopt) {
   DiagnosticSink diags;
   Program prog;
-  if (target != "mpi") {
-    std::cerr << "bine-cc: error: unknown target '" << target << "' (this version emits: mpi)\n";
+  const Target* target = find_target(target_name);
+  if (!target) {
+    std::cerr << "bine-cc: error: unknown target '" << target_name << "' (this version emits: " << target_names() << ")\n";
+    return 2;
+  }
+  if (!valid_prefix(eopt.prefix)) {
+    std::cerr << "bine-cc: error: --prefix must be empty or a C identifier ([A-Za-z_][A-Za-z0-9_]*), got '"
+              << eopt.prefix << "'\n";
     return 2;
   }
   CheckOptions opt;
@@ -113,12 +121,16 @@ int cmd_compile(const Common& c, const std::string& target, const std::string& o
   std::vector<const ScheduleDecl*> emit;
   std::vector<ProofSummary> proofs;
   for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
-    if (!mpi_target_supports(s->collective)) {
-      if (!c.only.empty())
-        diags.error(s->name_span, std::string("target mpi does not support ") + collective_name(s->collective) + " schedules yet");
-      else
-        diags.warning(s->name_span, std::string("skipping ") + s->name + ": target mpi does not support " +
-                                        collective_name(s->collective) + " schedules yet");
+    const std::string why = unsupported(*target, prog, *s);
+    if (!why.empty()) {
+      const std::string msg = std::string("target ") + target->name() + " does not support " + why;
+      if (!c.only.empty()) diags.error(s->name_span, msg);
+      else diags.warning(s->name_span, "skipping " + s->name + ": " + msg);
+      continue;
+    }
+    if (reserved_identifier(emitted_function_name(*s, eopt.prefix))) {
+      diags.error(s->name_span, "the generated name '" + emitted_function_name(*s, eopt.prefix) +
+                                    "' is a C/C++ keyword or an MPI name; choose another --prefix");
       continue;
     }
     const CheckReport rep = check_schedule(prog, *s, opt, diags);
@@ -136,13 +148,14 @@ int cmd_compile(const Common& c, const std::string& target, const std::string& o
     print_diags(diags, c.format);
     return 1;
   }
-  const std::string text = emit_mpi_header(prog, emit, proofs);
-  if (out.empty() || out == "-") {
-    std::cout << text;
-  } else {
-    std::ofstream f(out, std::ios::binary);
-    if (!(f << text)) {
-      std::cerr << "bine-cc: error: cannot write '" << out << "'\n";
+  for (const EmittedFile& file : target->emit(prog, emit, proofs, eopt)) {
+    if (out.empty() || out == "-") {
+      std::cout << file.text;
+      continue;
+    }
+    std::ofstream f(out + file.suffix, std::ios::binary);
+    if (!(f << file.text)) {
+      std::cerr << "bine-cc: error: cannot write '" << out + file.suffix << "'\n";
       return 1;
     }
   }
@@ -233,7 +246,7 @@ int main(int argc, char** argv) {
       "bine-cc: write collective-communication schedules once, prove them, and generate MPI code.\n\n"
       "Typical use:\n"
       "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
-      "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat --ranks 8\n"
+      "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat -p 8\n"
       "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n",
       "bine-cc"};
   app.require_subcommand(1);
@@ -258,9 +271,14 @@ int main(int argc, char** argv) {
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
 
   std::string target = "mpi", out, verify_ranks = "1..32";
+  EmitOptions eopt;
   CLI::App* compile = app.add_subcommand("compile", "verify, then emit a header with one function per schedule");
   add_common(compile);
-  compile->add_option("--target", target, "code generator (mpi)");
+  std::string target_help = "code generator (default mpi):";
+  for (const Target* t : targets()) target_help += std::string("\n  ") + t->name() + ": " + t->summary();
+  compile->add_option("--target", target, target_help);
+  compile->add_option("--prefix", eopt.prefix,
+                      "prefix of the generated C names (default bcc_: bcc_<schedule>, BCC_<COLLECTIVE>_SCHEDULES)");
   compile->add_option("-o,--output", out, "output header (default: stdout)");
   compile->add_option("--verify-ranks", verify_ranks, "process counts verified before emitting (default 1..32)");
 
@@ -268,7 +286,7 @@ int main(int argc, char** argv) {
   bool json = false, also_verify = false;
   CLI::App* sched = app.add_subcommand("schedule", "print one instance: per-round operations of every rank");
   add_common(sched);
-  sched->add_option("--ranks,-p", p, "process count")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  sched->add_option("-p", p, "process count (required; a range of them is --ranks A..B, in check)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   sched->add_option("--root", root, "root rank (rooted collectives)");
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
@@ -276,7 +294,7 @@ int main(int argc, char** argv) {
   CostOptions copt;
   CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
   add_common(cost);
-  cost->add_option("--ranks,-p", copt.p, "process count")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cost->add_option("-p", copt.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cost->add_option("--root", copt.root, "root rank (rooted collectives)");
   cost->add_option("--bytes", copt.bytes, "vector size n in bytes")->required();
   cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)");
@@ -295,9 +313,23 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   cost->add_flag("--json", copt.json, "JSON instead of text");
 
+  // One spelling: a single process count is -p N, a range --ranks A..B (check). The old
+  // `--ranks N` of schedule/cost gets a clear error instead of CLI11's guess.
+  std::string stale_ranks;
+  for (CLI::App* sc : {sched, cost}) sc->add_option("--ranks", stale_ranks)->group("");
+
   CLI11_PARSE(app, argc, argv);
+  if ((sched->parsed() || cost->parsed()) && !stale_ranks.empty()) {
+    std::cerr << "bine-cc: error: " << (sched->parsed() ? "schedule" : "cost")
+              << " takes one process count as -p N; --ranks A..B is the range of check\n";
+    return 2;
+  }
+  if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0)) {
+    std::cerr << "bine-cc: error: " << (sched->parsed() ? "schedule" : "cost") << " needs a process count: -p N\n";
+    return 2;
+  }
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json);
-  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks);
+  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
   return 2;

@@ -46,14 +46,14 @@ struct Entry {
 #define BINE_ENTRY(f, order, same) {#f, f, order != 0, f##_applicable},
 using AllreduceEntry = Entry<AllreduceFn>;
 using BcastEntry = Entry<BcastFn>;
-const std::vector<AllreduceEntry> kAllreduce = {BINE_ALLREDUCE_SCHEDULES(BINE_ENTRY)};
-const std::vector<BcastEntry> kBcast = {BINE_BCAST_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<ReduceFn>> kReduce = {BINE_REDUCE_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<AllgatherFn>> kAllgather = {BINE_ALLGATHER_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<RootedBlocksFn>> kGather = {BINE_GATHER_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<RootedBlocksFn>> kScatter = {BINE_SCATTER_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<ReduceScatterFn>> kReduceScatter = {BINE_REDUCE_SCATTER_SCHEDULES(BINE_ENTRY)};
-const std::vector<Entry<AllgatherFn>> kAlltoall = {BINE_ALLTOALL_SCHEDULES(BINE_ENTRY)};
+const std::vector<AllreduceEntry> kAllreduce = {BCC_ALLREDUCE_SCHEDULES(BINE_ENTRY)};
+const std::vector<BcastEntry> kBcast = {BCC_BCAST_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<ReduceFn>> kReduce = {BCC_REDUCE_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<AllgatherFn>> kAllgather = {BCC_ALLGATHER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<RootedBlocksFn>> kGather = {BCC_GATHER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<RootedBlocksFn>> kScatter = {BCC_SCATTER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<ReduceScatterFn>> kReduceScatter = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<AllgatherFn>> kAlltoall = {BCC_ALLTOALL_SCHEDULES(BINE_ENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;

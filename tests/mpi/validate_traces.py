@@ -147,7 +147,7 @@ def main():
         with open(f"{trace_dir}/trace.{rank}.json") as f:
             records = json.load(f)
         for rec in records:
-            name = rec["function"][len("bine_"):]
+            name = rec["function"][len("bcc_"):]
             key = (name, rec["root"])
             if key not in cache:
                 res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p),

@@ -10,8 +10,34 @@ the checked schedules, each under its collective, and for every p exclude the sa
 the same reason; outside P_LO..P_HI _applicable is -1 and _requires names the range.
 """
 import json
+import os
+import re
 import subprocess
 import sys
+import tempfile
+
+PREFIX = "bcc_"  # the default of `bine-cc compile --prefix`, which the build uses
+
+
+def check_prefix_option(bine_cc, src, files):
+    """`--prefix my_` renames every generated symbol and the registry macros; a prefix that
+    cannot start a C identifier is refused (exit 2) and writes nothing."""
+    errors = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "h.h")
+        subprocess.run([bine_cc, "compile", *files, "--verify-ranks", "1..4", "--prefix", "my_", "-o", out],
+                       cwd=src, check=True, capture_output=True)
+        text = open(out).read()
+        names = re.findall(r"^int (\w+)\(", text, re.M)
+        if not names or any(not n.startswith("my_") for n in names):
+            errors.append(f"--prefix my_: prototypes {names[:5]}")
+        if "#define MY_ALLREDUCE_SCHEDULES(X)" not in text or re.search(r"\bbcc_|BCC_", text):
+            errors.append("--prefix my_: registry macros not renamed or default prefix left")
+        bad = subprocess.run([bine_cc, "compile", *files, "--prefix", "1x", "-o", out + ".bad"], cwd=src,
+                             capture_output=True, text=True)
+        if bad.returncode != 2 or os.path.exists(out + ".bad") or "--prefix" not in bad.stderr:
+            errors.append(f"--prefix 1x: exit {bad.returncode}, stderr {bad.stderr!r}")
+    return errors
 
 
 def main():
@@ -35,7 +61,7 @@ def main():
     for r in reports:
         if not r["ok"]:
             errors.append(f"{r['schedule']}: check failed at {r.get('failed')}")
-        expected["bine_" + r["schedule"]] = r
+        expected[PREFIX + r["schedule"]] = r
     for fn in sorted(set(header) - set(expected)):
         errors.append(f"{fn}: in the header's registry but not reported by bine-cc check")
     for fn in sorted(set(expected) - set(header)):
@@ -58,6 +84,7 @@ def main():
                 want = (1, None)
             if (applicable, why) != want:
                 errors.append(f"{fn} p={p}: header says ({applicable}, {why!r}), check says {want}")
+    errors += check_prefix_option(bine_cc, src, files)
     for e in errors[:40]:
         print("MISMATCH:", e)
     if errors:

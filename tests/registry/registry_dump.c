@@ -21,20 +21,20 @@ static void dump(const char* name, const char* collective, int (*applicable)(int
 int main(void) {
   const char* collective_name;
   collective_name = "allreduce";
-  BINE_ALLREDUCE_SCHEDULES(ROW)
+  BCC_ALLREDUCE_SCHEDULES(ROW)
   collective_name = "bcast";
-  BINE_BCAST_SCHEDULES(ROW)
+  BCC_BCAST_SCHEDULES(ROW)
   collective_name = "reduce";
-  BINE_REDUCE_SCHEDULES(ROW)
+  BCC_REDUCE_SCHEDULES(ROW)
   collective_name = "allgather";
-  BINE_ALLGATHER_SCHEDULES(ROW)
+  BCC_ALLGATHER_SCHEDULES(ROW)
   collective_name = "gather";
-  BINE_GATHER_SCHEDULES(ROW)
+  BCC_GATHER_SCHEDULES(ROW)
   collective_name = "scatter";
-  BINE_SCATTER_SCHEDULES(ROW)
+  BCC_SCATTER_SCHEDULES(ROW)
   collective_name = "reduce_scatter";
-  BINE_REDUCE_SCATTER_SCHEDULES(ROW)
+  BCC_REDUCE_SCATTER_SCHEDULES(ROW)
   collective_name = "alltoall";
-  BINE_ALLTOALL_SCHEDULES(ROW)
+  BCC_ALLTOALL_SCHEDULES(ROW)
   return 0;
 }

@@ -1,0 +1,21 @@
+// What the verifier established for one schedule over a range of process counts: the input
+// every target states in its generated files (docs/targets.md). Filled by
+// CheckReport::proof() (compiler/driver/check.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bine {
+
+struct ProofSummary {
+  int64_t p_lo = 1, p_hi = 1;      ///< process counts checked, every root
+  std::vector<int64_t> not_applicable;  ///< p where a `requires` clause is false
+  std::vector<std::string> unmet;       ///< parallel to not_applicable: the false clause's source text
+  bool order_preserving = false;   ///< for every checked p
+  std::vector<std::pair<int64_t, int64_t>> order_ranges;  ///< p ranges proved order-preserving
+  bool same_bracketing = false;    ///< for every checked p
+};
+
+}  // namespace bine

@@ -1,0 +1,40 @@
+// The MPI target: one C-callable function per schedule with the MPI collective's signature,
+// over the header-only runtime runtime/include/bine/mpi_runtime.hpp (docs/targets.md).
+#include "emit_mpi.h"
+#include "target.h"
+
+namespace bine {
+
+namespace {
+
+class MpiTarget final : public Target {
+ public:
+  const char* name() const override { return "mpi"; }
+  const char* summary() const override {
+    return "C/C++ header: one function per schedule with the MPI collective's signature (bine/mpi_runtime.hpp)";
+  }
+  const TargetFeatures& features() const override {
+    static const TargetFeatures f = [] {
+      TargetFeatures x;
+      x.collectives = {Collective::allreduce, Collective::bcast,   Collective::reduce,         Collective::allgather,
+                       Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall};
+      x.fold_two_one = x.fold_three_two = x.fold_ring = true;
+      x.scratch = x.segment = x.permute = x.composition = true;
+      return x;
+    }();
+    return f;
+  }
+  std::vector<EmittedFile> emit(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
+                                const std::vector<ProofSummary>& proofs, const EmitOptions& options) const override {
+    return {{"", emit_mpi_header(program, schedules, proofs, options)}};
+  }
+};
+
+}  // namespace
+
+const Target& mpi_target() {
+  static const MpiTarget t;
+  return t;
+}
+
+}  // namespace bine

@@ -1,0 +1,74 @@
+// Code generators ("targets") behind one interface, and their registry (docs/targets.md).
+//
+// A target turns verified schedules (Program IR + what the verifier proved) into files that
+// an application builds against a runtime of the target's own. It states what it supports:
+// a schedule it cannot lower is a diagnostic from the driver, never silently emitted.
+// Adding a target = a folder emit/<name>/ with the same file set as emit/mpi/ and one line
+// in emit/targets.cpp.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ast.h"
+#include "proof.h"
+
+namespace bine {
+
+/// Options of `bine-cc compile` that every target honours.
+struct EmitOptions {
+  /// Prefix of every generated C symbol (`<prefix><schedule>`, `<prefix><schedule>_applicable`,
+  /// ...); its upper-case form prefixes the registry macros (`<PREFIX>ALLREDUCE_SCHEDULES`).
+  /// A C identifier or empty (valid_prefix()).
+  std::string prefix = "bcc_";
+};
+
+/// True when `prefix` can start a C identifier: empty, or [A-Za-z_][A-Za-z0-9_]*.
+bool valid_prefix(const std::string& prefix);
+
+/// The language features a target can lower. A schedule that uses one the target lacks
+/// (directly or through a composed schedule) is refused with the feature's name.
+struct TargetFeatures {
+  std::vector<Collective> collectives;  ///< collectives with a lowering
+  bool fold_two_one = false;    ///< `fold` / `fold 2-1`
+  bool fold_three_two = false;  ///< `fold 3-2`
+  bool fold_ring = false;       ///< `fold ring R`
+  bool scratch = false;         ///< `scratch K` and local `reduce`/`copy`
+  bool segment = false;         ///< `segment E`
+  bool permute = false;         ///< local `permute`
+  bool composition = false;     ///< `phase x = other_schedule(...)`
+};
+
+/// One file a target writes: `suffix` appended to the output path (empty for the main file,
+/// e.g. the header), `text` its bytes. Deterministic: same input, same bytes.
+struct EmittedFile {
+  std::string suffix;
+  std::string text;
+};
+
+/// A code generator. Implementations are stateless singletons (emit/<name>/target.cpp).
+class Target {
+ public:
+  virtual ~Target() = default;
+  /// The `--target` value, e.g. "mpi".
+  virtual const char* name() const = 0;
+  /// One line for `bine-cc compile --help`: what it emits and over which runtime.
+  virtual const char* summary() const = 0;
+  /// What the target can lower (unsupported() checks schedules against it).
+  virtual const TargetFeatures& features() const = 0;
+  /// The files for `schedules` (all supported, verified; `proofs` parallel to them).
+  virtual std::vector<EmittedFile> emit(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
+                                        const std::vector<ProofSummary>& proofs, const EmitOptions& options) const = 0;
+};
+
+/// Empty when `target` can lower `s`; otherwise the first unsupported collective or feature,
+/// as a phrase ("allreduce schedules", "'fold 3-2'", "'permute' (in composed schedule x)").
+std::string unsupported(const Target& target, const Program& program, const ScheduleDecl& s);
+
+/// Every target, in `--help` order.
+const std::vector<const Target*>& targets();
+/// The target named `name`, or null.
+const Target* find_target(const std::string& name);
+/// "mpi" or "mpi, cuda": the names of targets(), for help and error texts.
+std::string target_names();
+
+}  // namespace bine
