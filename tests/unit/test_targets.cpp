@@ -1,0 +1,79 @@
+// The Target interface (emit/target.h): the registry, and the feature check that refuses a
+// schedule needing something a target cannot lower, through composition too. The expected
+// phrases are read off the library sources (the fold line, the composed schedule's name).
+#include <doctest/doctest.h>
+
+#include "library.h"
+#include "target.h"
+
+namespace {
+
+using namespace bine;
+using namespace bine::test;
+
+/// A target with chosen features and no output: only unsupported() is exercised.
+class FakeTarget final : public Target {
+ public:
+  explicit FakeTarget(TargetFeatures f) : f_(std::move(f)) {}
+  const char* name() const override { return "fake"; }
+  const char* summary() const override { return "test double"; }
+  const TargetFeatures& features() const override { return f_; }
+  std::vector<EmittedFile> emit(const Program&, const std::vector<const ScheduleDecl*>&,
+                                const std::vector<ProofSummary>&, const EmitOptions&) const override {
+    return {};
+  }
+
+ private:
+  TargetFeatures f_;
+};
+
+TargetFeatures everything() {
+  TargetFeatures f = find_target("mpi")->features();
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("target registry: mpi is listed, found by name, and lowers every library schedule") {
+  REQUIRE(find_target("mpi") != nullptr);
+  CHECK(find_target("cuda") == nullptr);
+  CHECK(target_names() == "mpi");
+  const Target& mpi = *find_target("mpi");
+  CHECK(mpi.features().collectives.size() == 8);
+  for (const ScheduleDecl& s : library().schedules) CHECK_MESSAGE(unsupported(mpi, library(), s).empty(), s.name);
+}
+
+TEST_CASE("target features: a missing fold, collective or feature is named, through composition") {
+  TargetFeatures f = everything();
+  f.fold_ring = false;
+  CHECK(unsupported(FakeTarget(f), library(), sched("rt_ring3_allreduce")) == "'fold ring 3'");
+  f = everything();
+  f.fold_three_two = false;
+  CHECK(unsupported(FakeTarget(f), library(), sched("rt_fold_allreduce")) == "'fold 3-2'");
+  CHECK(unsupported(FakeTarget(f), library(), sched("rt_allreduce")).empty());
+  f = everything();
+  f.composition = false;
+  CHECK(unsupported(FakeTarget(f), library(), sched("rt_ring3_allreduce")) == "composition ('phase x = ...')");
+  f = everything();
+  f.collectives = {Collective::bcast};
+  CHECK(unsupported(FakeTarget(f), library(), sched("ring_allreduce")) == "allreduce schedules");
+  CHECK(unsupported(FakeTarget(f), library(), sched("bine_bcast_lat")).empty());
+  f = everything();
+  f.permute = false;
+  CHECK(unsupported(FakeTarget(f), library(), sched("bruck_alltoall")) == "'permute'");
+  // A feature of a composed schedule only: seg_bine_allreduce has no segment clause of its
+  // own; the one of bine_allreduce_rsag (set through its parameter) is refused there.
+  const Program& seg = library_with("tests/schedules/segmented.bine");
+  f = everything();
+  f.segment = false;
+  const ScheduleDecl* composed = nullptr;
+  for (const ScheduleDecl& s : seg.schedules)
+    if (s.name == "seg_bine_allreduce") composed = &s;
+  REQUIRE(composed != nullptr);
+  CHECK(unsupported(FakeTarget(f), seg, *composed) == "'segment' (in composed schedule bine_allreduce_rsag)");
+}
+
+TEST_CASE("valid_prefix: empty or a C identifier") {
+  for (const char* ok : {"", "bcc_", "my_", "_x", "X9_"}) CHECK_MESSAGE(valid_prefix(ok), ok);
+  for (const char* bad : {"1x", "a-b", "a b", "é_", "x."}) CHECK_MESSAGE(!valid_prefix(bad), bad);
+}
