@@ -11,26 +11,46 @@ namespace bine {
 
 std::string emitted_function_name(const ScheduleDecl& s, const std::string& prefix) { return prefix + s.name; }
 
-std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix) {
-  const std::string f = "int " + emitted_function_name(s, prefix);
-  switch (s.collective) {
+namespace {
+
+/// The parameter list of a collective's generated function (the MPI collective's, with
+/// size_t counts) and the names in it, in order.
+struct Signature {
+  const char* params;
+  const char* names;
+};
+Signature signature(Collective c) {
+  switch (c) {
     case Collective::allreduce:
-      return f + "(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)";
+      return {"const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
+              "sendbuf, recvbuf, count, datatype, op, comm"};
     case Collective::reduce:
-      return f + "(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)";
+      return {"const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm",
+              "sendbuf, recvbuf, count, datatype, op, root, comm"};
     case Collective::bcast:
-      return f + "(void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm)";
+      return {"void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm",
+              "buffer, count, datatype, root, comm"};
     case Collective::allgather:
-      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm)";
+    case Collective::alltoall:
+      return {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
+              "MPI_Datatype recvtype, MPI_Comm comm",
+              "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm"};
     case Collective::gather:
     case Collective::scatter:
-      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)";
+      return {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
+              "MPI_Datatype recvtype, int root, MPI_Comm comm",
+              "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm"};
     case Collective::reduce_scatter:
-      return f + "(const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)";
-    case Collective::alltoall:
-      return f + "(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm)";
+      return {"const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
+              "sendbuf, recvbuf, recvcount, datatype, op, comm"};
   }
-  return f + "(void)";
+  return {"void", ""};
+}
+
+}  // namespace
+
+std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix) {
+  return "int " + emitted_function_name(s, prefix) + "(" + signature(s.collective).params + ")";
 }
 
 namespace {
@@ -57,6 +77,31 @@ bool reserved_identifier(const std::string& name) {
 
 namespace {
 
+/// `text` as a C string literal.
+std::string c_string(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') out += '\\', out += ch;
+    else if (u < 0x20 || u >= 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+      out += "\"\"";  // ends the hex escape
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// The source text of `span` (a `requires` clause, as the checker reports it).
+std::string source_text(const Span& span) {
+  if (!span.valid()) return "?";
+  return span.file->text.substr(span.begin, span.end - span.begin);
+}
+
 /// Generated name of a schedule-language fn: its own namespace, so a `let` may share the name.
 std::string fn_name(const std::string& n) { return "bine_fn_" + n; }
 
@@ -78,8 +123,10 @@ class Emitter {
       order += (i ? ", {" : "{") + std::to_string(proof.order_ranges[i].first) + ", " +
                std::to_string(proof.order_ranges[i].second) + "}";
     order += "}";
-    o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
-    o << "  bine::mpi::Context cx;\n";
+    // The body, then the C entry point: a context named after the function (error texts),
+    // and the error text cleared or completed on the way out (Context::result).
+    const std::string fname = emitted_function_name(sd_, prefix_);
+    o << "static int bine_run_" << fname << "(bine::mpi::Context& cx, " << signature(sd_.collective).params << ") {\n";
     switch (sd_.collective) {
       case Collective::allreduce:
         o << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
@@ -118,7 +165,9 @@ class Emitter {
           << " consecutive ranks, reductions postponed (Rabenseifner-Traeff Sec. 3.4); the body on p / "
           << sd_.fold_ring << " ranks, one part of the vector\n";
         o << "  cx.fold_setup_ring(" << sd_.fold_ring << ");\n";
-        o << "  if (!cx.fold_applies()) return cx.fail_requires();  // p % " << sd_.fold_ring << " != 0\n";
+        o << "  if (!cx.fold_applies()) return cx.fail_requires("
+          << c_string("p % " + std::to_string(sd_.fold_ring) + " == 0 (fold ring " + std::to_string(sd_.fold_ring) + ")")
+          << ");\n";
       } else if (sd_.fold_three_two) {
         o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
         o << "  // fused with the body's first round; p' = 2^floor(log2 p) virtual ranks\n";
@@ -141,9 +190,9 @@ class Emitter {
       o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
     for (const FnDecl& f : sd_.fns) fn(f, ind);
     for (const ExprPtr& e : sd_.requires_)
-      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires\n";
+      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(source_text(e->span)) << ");\n";
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
-    o << ind << "if (B < 1) return MPI_ERR_OTHER;\n";
+    o << ind << "if (B < 1) return cx.fail(MPI_ERR_OTHER, \"block count %lld is not positive\", (long long)B);\n";
     o << ind << "cx.set_blocks(B);\n";
     o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
     o << ind << "(void)bine_scratch;\n";
@@ -165,7 +214,10 @@ class Emitter {
     next_phase_ = sd_.num_phases;
     top_block(sd_.body, ind, /*at_end=*/true);
     if (sd_.fold) o << "  }\n";
-    o << "  return cx.finish();\n}\n";
+    o << "  return cx.finish();\n}\n\n";
+    o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
+    o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
     return o.str();
   }
 
@@ -203,10 +255,18 @@ class Emitter {
       const std::string in = ind + "  ";
       use_params(*use, t, in);
       for (const FnDecl& f : t.fns) fn(f, in);
-      for (const ExprPtr& e : t.requires_) *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();\n";
-      if (t.blocks) *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;\n";
-      if (t.scratch) *out_ << in << "if ((" << expr(*t.scratch) << ") > bine_scratch) return MPI_ERR_OTHER;  // scratch\n";
-      if (t.segment) *out_ << in << "if ((" << expr(*t.segment) << ") < 0) return MPI_ERR_OTHER;  // segment\n";
+      const std::string of = " (of composed schedule " + t.name + ")";
+      for (const ExprPtr& e : t.requires_)
+        *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(source_text(e->span) + of) << ");\n";
+      if (t.blocks)
+        *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
+              << c_string("composed schedule " + t.name + " has another block count") << ");\n";
+      if (t.scratch)
+        *out_ << in << "if ((" << expr(*t.scratch) << ") > bine_scratch) return cx.fail(MPI_ERR_OTHER, "
+              << c_string("composed schedule " + t.name + " needs more scratch buffers") << ");\n";
+      if (t.segment)
+        *out_ << in << "if ((" << expr(*t.segment) << ") < 0) return cx.fail(MPI_ERR_OTHER, "
+              << c_string("composed schedule " + t.name + " has a negative segment size") << ");\n";
       precheck_uses(t.body, in);
       *out_ << ind << "}\n";
     }
@@ -397,8 +457,11 @@ class Emitter {
         use_params(s, t, in);
         for (const FnDecl& f : t.fns) fn(f, in);
         for (const ExprPtr& e : t.requires_)
-          o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires();  // requires of " << t.name << "\n";
-        if (t.blocks) o << in << "if ((" << expr(*t.blocks) << ") != B) return MPI_ERR_OTHER;  // blocks of " << t.name << "\n";
+          o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires("
+            << c_string(source_text(e->span) + " (of composed schedule " + t.name + ")") << ");\n";
+        if (t.blocks)
+          o << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
+            << c_string("composed schedule " + t.name + " has another block count") << ");\n";
         if (t.segment) {
           o << in << "const int64_t bine_outer_segment = cx.segment();\n";
           o << in << "if ((rc = cx.set_segment(" << expr(*t.segment) << ")) != MPI_SUCCESS) return rc;  // segment of " << t.name
@@ -505,25 +568,6 @@ class Emitter {
   int counter_ = 0;
 };
 
-/// `text` as a C string literal.
-std::string c_string(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') out += '\\', out += ch;
-    else if (u < 0x20 || u >= 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-      out += "\"\"";  // ends the hex escape
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 /// The condition a p outside the verified range fails, as `_requires` states it.
 std::string range_condition(const ProofSummary& p) {
   return std::to_string(p.p_lo) + " <= p <= " + std::to_string(p.p_hi) + " (the verified range)";
@@ -589,6 +633,10 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
       << "\"\n/// outside the verified range; NULL when it applies (_applicable(p) == 1). Static storage.\n";
     o << "const char* " << fname(*schedules[i]) << "_requires(int p);\n";
   }
+  o << "/// Why the last call of a function of this header on the calling thread failed, as one\n"
+    << "/// sentence naming the function (e.g. \"" << prefix << "x: does not apply at p = 8: requires p % 3 == 0\");\n"
+    << "/// \"\" after a successful call. Static thread-local storage of at most 511 characters.\n";
+  o << "const char* " << prefix << "last_error(void);\n";
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
@@ -624,6 +672,7 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     requires_switch(o, proofs[i]);
     o << "}\n\n";
   }
+  o << "extern \"C\" const char* " << prefix << "last_error(void) { return bine::mpi::error_text(); }\n\n";
   o << "#endif  // BINE_IMPLEMENTATION\n";
   return o.str();
 }

@@ -40,10 +40,11 @@ struct Entry {
   F fn;
   bool order_preserving;
   int (*applicable)(int);  ///< from the verifier: 0 when `requires` excludes p
+  const char* (*why)(int);  ///< from the verifier: the false `requires` clause at p
 };
 
 
-#define BINE_ENTRY(f, order, same) {#f, f, order != 0, f##_applicable},
+#define BINE_ENTRY(f, order, same) {#f, f, order != 0, f##_applicable, f##_requires},
 using AllreduceEntry = Entry<AllreduceFn>;
 using BcastEntry = Entry<BcastFn>;
 const std::vector<AllreduceEntry> kAllreduce = {BCC_ALLREDUCE_SCHEDULES(BINE_ENTRY)};
@@ -62,6 +63,27 @@ bool fatal_handler = false;
 void fail(const std::string& what) {
   ++failures;
   if (failures < 20) std::fprintf(stderr, "rank %d: FAIL %s\n", rank, what.c_str());
+}
+
+/// True when `rc` is the refusal the verifier predicts: MPI_ERR_OTHER where `requires`
+/// excludes p. The runtime's error text must then give the same reason as the header's
+/// _requires (both come from the clause's source text, by different paths), and name the
+/// function and p.
+template <class E>
+bool refused(const E& e, int rc) {
+  if (rc != MPI_ERR_OTHER || e.applicable(size) != 0) return false;
+  const std::string want = std::string(e.name) + ": does not apply at p = " + std::to_string(size) + ": requires " +
+                           e.why(size);
+  if (want != bcc_last_error()) fail(std::string(e.name) + ": error text '" + bcc_last_error() + "', expected '" + want + "'");
+  return true;
+}
+
+/// A successful call leaves no error text; a refused one names the reason (`needle`).
+void check_error_text(const char* name, int rc, const char* needle) {
+  const std::string text = bcc_last_error();
+  if (rc == MPI_SUCCESS ? !text.empty() : text.rfind(std::string(name) + ": ", 0) != 0 || text.find(needle) == std::string::npos)
+    fail(std::string(name) + ": rc " + std::to_string(rc) + " with error text '" + text + "' (expected " +
+         (rc == MPI_SUCCESS ? std::string("none") : "'" + std::string(needle) + "'") + ")");
 }
 
 /// Element counts for the vector collectives: issue 2's {0, 1, 7, 1000, not divisible by p}
@@ -92,8 +114,9 @@ void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t 
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) +
                           (in_place ? " in-place" : "") + (dt == MPI_INT ? " int" : " double") + (op == MPI_SUM ? " sum" : " max");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  check_error_text(e.name, rc, "");  // success clears the text
   if (std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0) fail(tag + ": result differs from MPI_Allreduce");
   if (!in_place && send != send_copy) fail(tag + ": send buffer modified");
 }
@@ -134,10 +157,10 @@ void noncommutative_case(const AllreduceEntry& e, MPI_Datatype mat, MPI_Op op, s
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
   // Proved order-preserving for every p: must be accepted. Otherwise MPI_ERR_OP is allowed
   // (the p at hand may be one where order was not proved), but an accepted call must be right.
-  if (rc == MPI_ERR_OP && !e.order_preserving) return;
+  if (rc == MPI_ERR_OP && !e.order_preserving) return check_error_text(e.name, rc, "not commutative");
   // Outside the p where `requires` holds the call must fail: MPI_ERR_OTHER (the requirement)
   // or MPI_ERR_OP (order was proved only where the schedule applies).
-  if ((rc == MPI_ERR_OTHER || rc == MPI_ERR_OP) && e.applicable(size) == 0) return;
+  if (refused(e, rc) || (rc == MPI_ERR_OP && e.applicable(size) == 0)) return;
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from the sequential product");
 }
@@ -151,7 +174,7 @@ void bcast_case(const BcastEntry& e, MPI_Datatype dt, int width, size_t n, int r
   const int rc = e.fn(got.data(), n, dt, root, MPI_COMM_WORLD);
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " root=" + std::to_string(root) + " n=" + std::to_string(n);
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Bcast");
 }
@@ -179,7 +202,7 @@ void reduce_case(const Entry<ReduceFn>& e, MPI_Op op, size_t n, int root, bool i
   }
   ++cases;
   const std::string tag = tag_of(e.name, "reduce", n, root) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (rank == root && got != expect) fail(tag + ": differs from MPI_Reduce");
   if (send != copy) fail(tag + ": send buffer modified");
@@ -201,7 +224,7 @@ void allgather_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
   }
   ++cases;
   const std::string tag = tag_of(e.name, "allgather", n) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Allgather");
   if (send != copy) fail(tag + ": send buffer modified");
@@ -222,7 +245,7 @@ void gather_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pla
   }
   ++cases;
   const std::string tag = tag_of(e.name, "gather", n, root) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (rank == root && got != expect) fail(tag + ": differs from MPI_Gather");
 }
@@ -243,7 +266,7 @@ void scatter_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pl
   }
   ++cases;
   const std::string tag = tag_of(e.name, "scatter", n, root) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Scatter");
   if (rank == root && send != copy) fail(tag + ": root's send buffer modified");
@@ -263,7 +286,7 @@ void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, b
   if (in_place) got.assign(inplace.begin(), inplace.begin() + long(n));
   ++cases;
   const std::string tag = tag_of(e.name, "reduce_scatter", n) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Reduce_scatter_block");
   if (send != copy) fail(tag + ": send buffer modified");
@@ -285,7 +308,7 @@ void alltoall_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
   }
   ++cases;
   const std::string tag = tag_of(e.name, "alltoall", n) + (in_place ? " in-place" : "");
-  if (rc == MPI_ERR_OTHER && e.applicable(size) == 0) return;  // refused as the verifier predicts
+  if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from MPI_Alltoall");
   if (send != copy) fail(tag + ": send buffer modified");
@@ -307,7 +330,7 @@ void noncommutative_reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Dat
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
   if (rc == MPI_ERR_OP && !e.order_preserving) return;
-  if ((rc == MPI_ERR_OTHER || rc == MPI_ERR_OP) && e.applicable(size) == 0) return;  // as for allreduce
+  if (refused(e, rc) || (rc == MPI_ERR_OP && e.applicable(size) == 0)) return;  // as for allreduce
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from the sequential product");
 }
@@ -342,8 +365,9 @@ int run_check() {
     // A non-contiguous datatype is refused with MPI_ERR_TYPE, not mis-read.
     std::vector<int> a(8, 1), b(8, 0);
     ++cases;
-    if (e.fn(a.data(), b.data(), 2, strided, MPI_SUM, MPI_COMM_WORLD) != MPI_ERR_TYPE)
-      fail(std::string(e.name) + ": non-contiguous datatype not refused with MPI_ERR_TYPE");
+    const int type_rc = e.fn(a.data(), b.data(), 2, strided, MPI_SUM, MPI_COMM_WORLD);
+    if (type_rc != MPI_ERR_TYPE) fail(std::string(e.name) + ": non-contiguous datatype not refused with MPI_ERR_TYPE");
+    else check_error_text(e.name, type_rc, "not contiguous");
   }
   for (const BcastEntry& e : kBcast)
     for (int root : roots())

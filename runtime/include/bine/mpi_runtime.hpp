@@ -41,12 +41,18 @@
 // Errors: every MPI return code is passed back unchanged; a datatype that is not
 // contiguous gives MPI_ERR_TYPE (MPI_ERR_TRUNCATE when send and receive block sizes
 // differ), a non-commutative operator outside the process counts where the verifier
-// proved the schedule order-preserving gives MPI_ERR_OP, an unmet `requires`, a
-// non-bijective permute or a built-in domain error gives MPI_ERR_OTHER.
+// proved the schedule order-preserving gives MPI_ERR_OP, a root outside 0..p-1
+// MPI_ERR_ROOT, a failed allocation MPI_ERR_NO_MEM, an unmet `requires`, a non-bijective
+// permute or a built-in domain error MPI_ERR_OTHER. Every error also leaves a sentence on
+// the calling thread, error_text() ("bcc_rt_ring3_allreduce: does not apply at p = 8:
+// requires p % 3 == 0 (fold ring 3)"; MPI's own errors with MPI_Error_string), which the
+// generated header exports as <prefix>last_error(); a successful call clears it.
 #pragma once
 #include <mpi.h>
 
 #include <climits>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
@@ -69,6 +75,15 @@ inline constexpr uint64_t kMaxChunk = INT_MAX;
 /// Point-to-point tag used by generated collectives on the user's communicator.
 inline constexpr int kTag = 27422;
 
+/// Bytes of the per-thread error text, terminating NUL included (longer texts are cut).
+inline constexpr size_t kErrorTextBytes = 512;
+/// The calling thread's error text: why the last generated collective it called failed,
+/// "" after a successful call or before any. Static thread-local storage, no allocation.
+inline char* error_text() {
+  static thread_local char text[kErrorTextBytes] = "";
+  return text;
+}
+
 
 
 /// Testing hook: when set, called with the working buffer (base, element bytes, elements)
@@ -87,7 +102,9 @@ enum class Fold { none, two_one, three_two, ring };
 /// Rank-local state of one call of a generated collective.
 class Context {
  public:
-  Context() = default;
+  /// `name`: the generated function's name, the first word of every error text (static
+  /// storage, e.g. a string literal).
+  explicit Context(const char* name = "bine") : name_(name) {}
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ~Context() { release_pending(); }
@@ -315,11 +332,7 @@ class Context {
     if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
-    if (const char* e = take_domain_error()) {
-      (void)e;
-      return MPI_ERR_OTHER;
-    }
-    return MPI_SUCCESS;
+    return fail_domain();
   }
 
   bool active() const { return fold_ == Fold::none || active_; }
@@ -333,12 +346,49 @@ class Context {
     if (op_ != MPI_OP_NULL) MPI_Op_commutative(op_, &c);  // no operator: nothing to reorder
     return c != 0;
   }
-  /// Reports an unmet `requires` clause.
-  int fail_requires() const { return MPI_ERR_OTHER; }
+  /// Records why this call fails (printf-style `fmt`) as the thread's error_text(),
+  /// prefixed with the function's name, and returns `code`. The first error of a call wins.
+  int fail(int code, const char* fmt, ...) const __attribute__((format(printf, 3, 4))) {
+    if (failed_) return code;
+    failed_ = true;
+    char* out = error_text();
+    const int n = std::snprintf(out, kErrorTextBytes, "%s: ", name_);
+    if (n > 0 && size_t(n) < kErrorTextBytes) {
+      va_list ap;
+      va_start(ap, fmt);
+      std::vsnprintf(out + n, kErrorTextBytes - size_t(n), fmt, ap);
+      va_end(ap);
+    }
+    return code;
+  }
+  /// The return value of the generated function: clears error_text() on success; an error
+  /// that fail() did not describe (an MPI call's) is described by MPI_Error_string.
+  int result(int rc) const {
+    if (rc == MPI_SUCCESS) {
+      error_text()[0] = '\0';
+      return rc;
+    }
+    if (!failed_) {
+      char text[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "unknown");
+      fail(rc, "MPI error %d: %s", rc, text);
+    }
+    return rc;
+  }
+  /// Reports an unmet `requires` clause (`clause`: its source text; the real p is named).
+  int fail_requires(const char* clause) const {
+    return fail(MPI_ERR_OTHER, "does not apply at p = %lld: requires %s", (long long)size_, clause);
+  }
+  /// Reports a domain error of the schedule's arithmetic, if one is pending.
+  int fail_domain() const {
+    if (const char* e = take_domain_error()) return fail(MPI_ERR_OTHER, "out of domain: %s", e);
+    return MPI_SUCCESS;
+  }
   /// Sets the segment size in bytes for the following rounds (0: no segmentation); the
   /// environment variable BINE_SEGMENT_BYTES overrides it. MPI_ERR_OTHER when negative.
   int set_segment(int64_t bytes) {
-    if (bytes < 0) return MPI_ERR_OTHER;
+    if (bytes < 0) return fail(MPI_ERR_OTHER, "segment size %lld bytes is negative", (long long)bytes);
     segment_ = bytes;
     return MPI_SUCCESS;
   }
@@ -356,12 +406,18 @@ class Context {
   /// by finish()), then buffer j at j * count. MPI_ERR_OTHER when K < 0, MPI_ERR_NO_MEM
   /// when the allocation fails. Call after set_blocks().
   int set_scratch(int64_t K) {
-    if (K < 0) return MPI_ERR_OTHER;
-    if (K == 0 || blocked_) return blocked_ && K > 0 ? MPI_ERR_OTHER : MPI_SUCCESS;
+    if (K < 0) return fail(MPI_ERR_OTHER, "scratch buffer count %lld is negative", (long long)K);
+    if (K == 0 || blocked_)
+      return blocked_ && K > 0 ? fail(MPI_ERR_OTHER, "scratch buffers with rank-indexed blocks are not supported")
+                               : MPI_SUCCESS;
     const uint64_t bytes = count_ * elem_bytes_;
-    if (bytes > 0 && uint64_t(K) + 1 > UINT64_MAX / bytes) return MPI_ERR_NO_MEM;
+    if (bytes > 0 && uint64_t(K) + 1 > UINT64_MAX / bytes)
+      return fail(MPI_ERR_NO_MEM, "%lld scratch buffers of %llu bytes overflow the address space", (long long)K,
+                  (unsigned long long)bytes);
     ext_.reset(new (std::nothrow) char[(uint64_t(K) + 1) * bytes + 1]);
-    if (!ext_) return MPI_ERR_NO_MEM;
+    if (!ext_)
+      return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
+                  (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
     if (bytes > 0) std::memcpy(ext_.get(), buf_, bytes);
     vec_out_ = buf_;
     buf_ = ext_.get();
@@ -439,10 +495,9 @@ class Context {
   }
   /// Waits for the round's transfers, then applies its reductions in posting order.
   int end_round() {
-    if (const char* e = take_domain_error()) {
-      (void)e;
+    if (const int dr = fail_domain(); dr != MPI_SUCCESS) {
       release_pending();
-      return MPI_ERR_OTHER;
+      return dr;
     }
     int rc;
     if (fold_ == Fold::three_two && extra_ > 0) {
@@ -461,7 +516,7 @@ class Context {
   /// mirror is the last statement of the body (through composed schedules) and, under
   /// fold 3-2, its replay of the body's first round is fused with the elimination's epilogue.
   int mirror(int id, bool fold_epilogue = false) {
-    if (id < 0 || id >= int(log_.size())) return MPI_ERR_OTHER;
+    if (id < 0 || id >= int(log_.size())) return fail(MPI_ERR_OTHER, "internal error: mirror of unknown phase %d", id);
     const std::vector<Logged> rounds = log_[size_t(id)];
     for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
       begin_round();
@@ -603,7 +658,7 @@ class Context {
     if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
     size_ = size;
     rank_ = rank;
-    if (root < 0 || root >= size) return MPI_ERR_ROOT;
+    if (root < 0 || root >= size) return fail(MPI_ERR_ROOT, "root %d outside 0..%d", root, size - 1);
     root_ = root;
     int type_size;
     MPI_Aint lb, extent, true_lb, true_extent;
@@ -612,7 +667,7 @@ class Context {
     if ((rc = MPI_Type_get_true_extent(datatype, &true_lb, &true_extent)) != MPI_SUCCESS)
       return rc;
     if (lb != 0 || true_lb != 0 || extent != type_size || true_extent != type_size || type_size <= 0)
-      return MPI_ERR_TYPE;
+      return fail(MPI_ERR_TYPE, "the datatype is not contiguous with a positive size (non-contiguous types are not supported)");
     elem_bytes_ = uint64_t(type_size);
     return MPI_SUCCESS;
   }
@@ -643,8 +698,11 @@ class Context {
     if ((rc = MPI_Type_size(type, &tsize)) != MPI_SUCCESS) return rc;
     if ((rc = MPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS) return rc;
     if ((rc = MPI_Type_get_true_extent(type, &tlb, &textent)) != MPI_SUCCESS) return rc;
-    if (lb != 0 || tlb != 0 || extent != tsize || textent != tsize) return MPI_ERR_TYPE;
-    if (block_elems_ > 0 && uint64_t(count) * uint64_t(tsize) != block_elems_) return MPI_ERR_TRUNCATE;
+    if (lb != 0 || tlb != 0 || extent != tsize || textent != tsize)
+      return fail(MPI_ERR_TYPE, "the datatype is not contiguous (non-contiguous types are not supported)");
+    if (block_elems_ > 0 && uint64_t(count) * uint64_t(tsize) != block_elems_)
+      return fail(MPI_ERR_TRUNCATE, "send and receive blocks differ in size (%llu vs %llu bytes)",
+                  (unsigned long long)(uint64_t(count) * uint64_t(tsize)), (unsigned long long)block_elems_);
     return MPI_SUCCESS;
   }
   int copy_in_own_block(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype) {
@@ -671,7 +729,9 @@ class Context {
     if (rc != MPI_SUCCESS) return rc;
     bool order_proved = false;
     for (const PRange& pr : order_p) order_proved |= size_ >= pr.lo && size_ <= pr.hi;
-    if (!commutative && !order_proved) return MPI_ERR_OP;
+    if (!commutative && !order_proved)
+      return fail(MPI_ERR_OP, "the operator is not commutative and the schedule is not proved order-preserving at p = %lld",
+                  (long long)size_);
     return MPI_SUCCESS;
   }
   int64_t real_of_v(int64_t v) const { return mod(v + root_, size_); }
@@ -779,8 +839,7 @@ class Context {
     for (const auto& fr : from) nf += fr.second;
     for (const auto& tr : to) nt += tr.second;
     if (nf != nt) {
-      domain_error("a local reduce or copy between blocks of different sizes");
-      return MPI_ERR_OTHER;
+      return fail(MPI_ERR_OTHER, "a local reduce or copy between blocks of different sizes");
     }
     size_t i = 0, j = 0;
     uint64_t di = 0, dj = 0;  // elements done in from[i], to[j]
@@ -859,10 +918,7 @@ class Context {
     for (const Op& op : permutes_)
       if (!op.local) apply_permutation(op.perm);
     permutes_.clear();
-    if (const char* e = take_domain_error()) {
-      (void)e;
-      return MPI_ERR_OTHER;
-    }
+    if ((rc = fail_domain()) != MPI_SUCCESS) return rc;
     pending_.clear();
     scratch_.clear();
     return MPI_SUCCESS;
@@ -887,7 +943,7 @@ class Context {
     const int64_t partner = real_of_v(tt_.survivor(vrank_ ^ 1));
     for (const Op& op : body) {
       if (region && (op.local || !op.perm.empty() || op.real_peer != partner || (op.is_recv && !op.reduce)))
-        return MPI_ERR_OTHER;  // the compiler rejects such bodies (instantiation error)
+        return fail(MPI_ERR_OTHER, "internal error: a fold 3-2 body round the compiler rejects");
       if (op.is_recv) received = received | op.set;
       else if (!op.local && op.perm.empty()) first_sent_ = first_sent_ | op.set;
     }
@@ -990,6 +1046,8 @@ class Context {
   }
 
   Collective kind_ = Collective::allreduce;
+  const char* name_;            ///< the generated function's name (error texts)
+  mutable bool failed_ = false; ///< fail() recorded this call's error text
   void* buf_ = nullptr;
   std::unique_ptr<char[]> own_;  ///< internal working buffer, left uninitialized
   std::unique_ptr<char[]> ext_;  ///< vector + scratch buffers (`scratch K`), when K > 0
