@@ -121,14 +121,13 @@ struct ScheduleDecl {
   /// `buf(j, S)` names blocks S of buffer j (0: the vector). Null: none.
   ExprPtr scratch;
   Span fold_span;
-  bool fold = false;       ///< `fold` / `fold 2-1` / `fold 3-2`: elimination around the body
-  /// `fold 3-2`: Rabenseifner-Traeff elimination (one 3-2 step and pairs of 2-1 steps fused
-  /// with the body's first round; allreduce only). False: two-one elimination.
-  bool fold_three_two = false;
-  /// `fold ring R` (allreduce; RT Sec. 3.4): a ring of R consecutive ranks around the body,
-  /// which runs on p / R virtual ranks and on part r mod R of the vector (docs/language.md,
-  /// "fold ring"). 0: none.
-  int64_t fold_ring = 0;
+  /// The elimination around the body: `fold` / `fold 2-1` (two_one), `fold 3-2`
+  /// (three_two: Rabenseifner-Traeff, one 3-2 step and pairs of 2-1 steps fused with the
+  /// body's first round; allreduce only), `fold ring R` (ring: RT Sec. 3.4, a ring of R
+  /// consecutive ranks around the body, which runs on p / R virtual ranks and on part
+  /// r mod R of the vector; docs/language.md, "fold ring").
+  FoldKind fold = FoldKind::none;
+  int64_t fold_ring = 0;   ///< R of `fold ring R`, else 0
   std::vector<Param> params;
   std::vector<FnDecl> fns; ///< fns local to the schedule
   Block body;

@@ -223,8 +223,8 @@ class Parser {
     } else if (at(Tok::kw_scratch)) {
       single_expr_item(s.scratch, "scratch");
     } else if (at(Tok::kw_fold)) {
-      if (s.fold) diags_.error(cur().span, "duplicate 'fold' declaration");
-      s.fold = true;
+      if (s.fold != FoldKind::none) diags_.error(cur().span, "duplicate 'fold' declaration");
+      s.fold = FoldKind::two_one;
       s.fold_span = cur().span;
       ++pos_;
       // 'fold' [INT '-' INT | 'ring' INT]: the elimination step, 2-1 (the default) or 3-2,
@@ -232,7 +232,7 @@ class Parser {
       if (at(Tok::ident) && cur().text == "ring" && peek().kind == Tok::integer) {
         const Token& n = peek();
         if (n.value < 3 || n.value > 64) diags_.error(n.span, "ring size " + n.text + " outside 3..64 ('fold ring R')");
-        else s.fold_ring = n.value;
+        else s.fold = FoldKind::ring, s.fold_ring = n.value;
         s.fold_span.end = n.span.end;
         pos_ += 2;
       } else if (at(Tok::integer)) {
@@ -245,7 +245,7 @@ class Parser {
           step.end = toks_[pos_ + 1].span.end;
           pos_ += 2;
         }
-        if (a == 3 && b == 2) s.fold_three_two = true;
+        if (a == 3 && b == 2) s.fold = FoldKind::three_two;
         else if (!(a == 2 && b == 1))
           diags_.error(step, "unknown elimination step '" + step.file->text.substr(step.begin, step.end - step.begin) +
                                  "' (expected 'fold', 'fold 2-1' or 'fold 3-2')");

@@ -253,15 +253,15 @@ class Sema {
     if (!collective_from_name(s.collective_name, s.collective))
       diags_.error(s.collective_span, "unknown collective '" + s.collective_name +
                                           "' (expected bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter or alltoall)");
-    if (s.fold && s.collective == Collective::alltoall)
+    if (s.fold != FoldKind::none && s.collective == Collective::alltoall)
       diags_.error(s.fold_span, "'fold' is not defined for alltoall (no two-one elimination of a p x p block grid)");
-    if (s.fold_three_two && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
+    if (s.fold == FoldKind::three_two && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
       diags_.error(s.fold_span, "'fold 3-2' is defined for allreduce only (its eliminated ranks get the whole result back); "
                                 "use 'fold' (2-1) for " + s.collective_name);
-    if (s.fold_ring && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
+    if (s.fold == FoldKind::ring && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
       diags_.error(s.fold_span, "'fold ring' is defined for allreduce only (its ring allgather returns the whole result); "
                                 "use 'fold' (2-1) for " + s.collective_name);
-    if (s.fold_three_two && s.scratch)
+    if (s.fold == FoldKind::three_two && s.scratch)
       diags_.error(s.scratch->span, "'scratch' cannot be combined with 'fold 3-2' (the elimination moves vector blocks only)");
     push();
     for (Param& pr : s.params) {

@@ -52,10 +52,10 @@ std::string unsupported_decl(const Program& program, const ScheduleDecl& s, cons
                              int depth) {
   if (top && std::find(f.collectives.begin(), f.collectives.end(), s.collective) == f.collectives.end())
     return std::string(collective_name(s.collective)) + " schedules";
-  if (top && s.fold) {  // a composed schedule's fold is not applied (the caller's governs)
-    if (s.fold_ring && !f.fold_ring) return "'fold ring " + std::to_string(s.fold_ring) + "'";
-    if (s.fold_three_two && !f.fold_three_two) return "'fold 3-2'";
-    if (!s.fold_ring && !s.fold_three_two && !f.fold_two_one) return "'fold'";
+  if (top) {  // a composed schedule's fold is not applied (the caller's governs)
+    if (s.fold == FoldKind::ring && !f.fold_ring) return "'fold ring " + std::to_string(s.fold_ring) + "'";
+    if (s.fold == FoldKind::three_two && !f.fold_three_two) return "'fold 3-2'";
+    if (s.fold == FoldKind::two_one && !f.fold_two_one) return "'fold'";
   }
   if (s.scratch && !f.scratch) return "'scratch'";
   if (s.segment && !f.segment) return "'segment'";

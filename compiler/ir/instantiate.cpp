@@ -843,8 +843,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   out.p = req.p;
   out.root = collective_is_rooted(decl.collective) ? req.root : 0;
   out.fold = decl.fold;
-  out.fold_three_two = decl.fold && decl.fold_three_two;
-  out.fold_ring = decl.fold ? decl.fold_ring : 0;
+  out.fold_ring = decl.fold == FoldKind::ring ? decl.fold_ring : 0;
   out.ranks.assign(size_t(req.p), {});
   if (req.p < 1 || out.root < 0 || out.root >= req.p) {
     diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
@@ -853,14 +852,14 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   FoldMap fm;
   fm.p = req.p;
   fm.root = out.root;
-  if (decl.fold) {
+  if (decl.fold != FoldKind::none) {
     fm.on = true;
     fm.blocked = collective_has_rank_blocks(decl.collective);
     fm.pv = int64_t(1) << bine::log2(req.p);
     fm.extra = req.p - fm.pv;
-    fm.three_two = decl.fold_three_two;
+    fm.three_two = decl.fold == FoldKind::three_two;
     fm.tt = ThreeTwo(req.p);
-    if (decl.fold_ring) {
+    if (decl.fold == FoldKind::ring) {
       fm.ring = decl.fold_ring;
       if (req.p % fm.ring != 0) {
         // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).

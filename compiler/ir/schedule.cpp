@@ -21,12 +21,27 @@ static std::string line_of(const Origin& o) {
   return o.span.valid() ? o.span.file->name + ":" + std::to_string(o.span.line) : std::string("?");
 }
 
+namespace {
+
+/// ", fold two_one" etc. for the text listing's header line; empty without a fold.
+std::string fold_text(const Schedule& s) {
+  switch (s.fold) {
+    case FoldKind::none: return "";
+    case FoldKind::two_one: return ", fold two_one";
+    case FoldKind::three_two: return ", fold three_two";
+    case FoldKind::ring: return ", fold ring " + std::to_string(s.fold_ring);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string schedule_text(const Schedule& s) {
   std::ostringstream out;
   out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
       << (s.scratch > 0 ? ", scratch = " + std::to_string(s.scratch) : std::string()) << ", rounds = " << s.num_rounds
-      << (s.fold ? (s.fold_ring ? ", fold ring " + std::to_string(s.fold_ring) : s.fold_three_two ? std::string(", fold three_two") : std::string(", fold two_one")) : std::string()) << "\n";
+      << fold_text(s) << "\n";
   for (int64_t t = 0; t < s.num_rounds; ++t) {
     out << "\nround " << t << ": " << s.round_labels[size_t(t)];
     const int64_t seg = size_t(t) < s.round_segments.size() ? s.round_segments[size_t(t)] : 0;
@@ -60,9 +75,9 @@ std::string schedule_json(const Schedule& s) {
   j["root"] = s.root;
   j["blocks"] = s.blocks;
   if (s.scratch > 0) j["scratch"] = s.scratch;
-  j["fold"] = s.fold;
-  if (s.fold_three_two) j["fold_step"] = "3-2";
-  if (s.fold_ring) j["fold_ring"] = s.fold_ring;
+  j["fold"] = s.fold != FoldKind::none;
+  if (s.fold == FoldKind::three_two) j["fold_step"] = "3-2";
+  if (s.fold == FoldKind::ring) j["fold_ring"] = s.fold_ring;
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
   j["round_segments"] = s.round_segments;

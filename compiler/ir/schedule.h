@@ -67,9 +67,8 @@ struct Schedule {
   /// K scratch buffers of B blocks per rank (`scratch K`): block indices run over
   /// [0, (K + 1) B), block b of buffer j being j * B + b; only [0, B) is the vector.
   int64_t scratch = 0;
-  bool fold = false;
-  bool fold_three_two = false;  ///< `fold 3-2` (else a fold is two-one)
-  int64_t fold_ring = 0;        ///< `fold ring R`: R, else 0
+  FoldKind fold = FoldKind::none;  ///< the schedule's elimination (bine/collective.hpp)
+  int64_t fold_ring = 0;           ///< `fold ring R`: R, else 0
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
   /// [round] the `segment` size in force (bytes; 0: messages are not segmented). Messages

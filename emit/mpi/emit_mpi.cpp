@@ -159,8 +159,8 @@ class Emitter {
     o << "  if (rc != MPI_SUCCESS) return rc;\n";
     o << "  if (cx.finished()) return cx.finish();\n";
     std::string ind = "  ";
-    if (sd_.fold) {
-      if (sd_.fold_ring) {
+    if (sd_.fold != FoldKind::none) {
+      if (sd_.fold == FoldKind::ring) {
         o << "  // fold ring " << sd_.fold_ring << ": rings of " << sd_.fold_ring
           << " consecutive ranks, reductions postponed (Rabenseifner-Traeff Sec. 3.4); the body on p / "
           << sd_.fold_ring << " ranks, one part of the vector\n";
@@ -168,7 +168,7 @@ class Emitter {
         o << "  if (!cx.fold_applies()) return cx.fail_requires("
           << c_string("p % " + std::to_string(sd_.fold_ring) + " == 0 (fold ring " + std::to_string(sd_.fold_ring) + ")")
           << ");\n";
-      } else if (sd_.fold_three_two) {
+      } else if (sd_.fold == FoldKind::three_two) {
         o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
         o << "  // fused with the body's first round; p' = 2^floor(log2 p) virtual ranks\n";
         o << "  cx.fold_setup(/*three_two=*/true);\n";
@@ -196,7 +196,7 @@ class Emitter {
     o << ind << "cx.set_blocks(B);\n";
     o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
     o << ind << "(void)bine_scratch;\n";
-    if (sd_.fold && sd_.fold_ring)  // the ring's R - 1 receive buffers, reused by the body's
+    if (sd_.fold == FoldKind::ring)  // the ring's R - 1 receive buffers, reused by the body's
       o << ind << "if ((rc = cx.set_scratch(bine_scratch > " << sd_.fold_ring - 1 << " ? bine_scratch : " << sd_.fold_ring - 1
         << ")) != MPI_SUCCESS) return rc;  // fold ring " << sd_.fold_ring << "\n";
     else if (sd_.scratch)
@@ -206,14 +206,14 @@ class Emitter {
     // The requirements of composed schedules, checked here on every rank, before the
     // fold's prologue: a false one must fail everywhere, not strand the ranks that sit out.
     precheck_uses(sd_.body, ind);
-    if (sd_.fold) {
+    if (sd_.fold != FoldKind::none) {
       o << "  if ((rc = cx.fold_prologue()) != MPI_SUCCESS) return rc;\n";
       o << "  if (cx.active()) {\n";
       ind = "    ";
     }
     next_phase_ = sd_.num_phases;
     top_block(sd_.body, ind, /*at_end=*/true);
-    if (sd_.fold) o << "  }\n";
+    if (sd_.fold != FoldKind::none) o << "  }\n";
     o << "  return cx.finish();\n}\n\n";
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
@@ -425,7 +425,7 @@ class Emitter {
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
-        if (sd_.fold && sd_.fold_three_two && at_end_)
+        if (sd_.fold == FoldKind::three_two && at_end_)
           o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of
             << ", /*fold 3-2 epilogue fused with its first round*/ true)) != MPI_SUCCESS) return rc;\n";
         else

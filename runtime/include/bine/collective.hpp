@@ -13,6 +13,12 @@ enum class Collective { bcast, reduce, allreduce, reduce_scatter, allgather, gat
 /// What a fold round moves: nothing, the whole vector, or the odd virtual rank's own block.
 enum class FoldData { none, all, own_block };
 
+/// The elimination around a schedule's body (docs/language.md, "fold"): none, `fold` /
+/// `fold 2-1` (two-one elimination to p' = 2^floor(log2 p)), `fold 3-2` (Rabenseifner-Traeff
+/// Sec. 3.1/3.3) or `fold ring R` (RT Sec. 3.4; R is stored next to it). One type for the
+/// language, the Schedule IR and the runtime.
+enum class FoldKind { none, two_one, three_two, ring };
+
 /// The fold's extra rounds: before the body (prologue) the odd rank v hands its data to
 /// v - 1; after it (epilogue) v - 1 hands v its result.
 struct FoldSteps {

@@ -97,7 +97,6 @@ struct PRange {
   int64_t lo, hi;
 };
 using PRanges = std::initializer_list<PRange>;
-enum class Fold { none, two_one, three_two, ring };
 
 /// Rank-local state of one call of a generated collective.
 class Context {
@@ -244,7 +243,7 @@ class Context {
   /// p / R virtual ranks (r / R) and on part r mod R of the vector. No communication;
   /// fold_applies() is false when R does not divide p (the caller fails like `requires`).
   void fold_setup_ring(int64_t R) {
-    fold_ = Fold::ring;
+    fold_ = FoldKind::ring;
     ring_ = R;
     const int64_t v = mod(rank_ - root_, size_);
     ring_c_ = mod(v, R);
@@ -254,13 +253,13 @@ class Context {
     vroot_ = 0;
   }
   /// False when the fold cannot apply to this p (`fold ring R` with R not dividing p).
-  bool fold_applies() const { return fold_ != Fold::ring || size_ % ring_ == 0; }
+  bool fold_applies() const { return fold_ != FoldKind::ring || size_ % ring_ == 0; }
   void fold_setup(bool three_two = false) {
     if (three_two) {
       // fold 3-2 (allreduce): every rank runs the body, the eliminated ones (shadows) as
       // the virtual rank they help; end_round() turns the body's first round into rounds A
       // and B, mirror(id, true) its last into E1 and E2 (bine::ThreeTwo, docs/language.md).
-      fold_ = Fold::three_two;
+      fold_ = FoldKind::three_two;
       tt_ = ThreeTwo(size_);
       const int64_t v = mod(rank_ - root_, size_);
       extra_ = tt_.extra;
@@ -271,7 +270,7 @@ class Context {
       vroot_ = 0;
       return;
     }
-    fold_ = Fold::two_one;
+    fold_ = FoldKind::two_one;
     const int64_t v = mod(rank_ - root_, size_);
     const int64_t pv = int64_t(1) << log2(size_);
     extra_ = size_ - pv;
@@ -289,9 +288,9 @@ class Context {
   /// The fold's prologue round: odd v hands its data to v - 1.
   int fold_prologue() {
     const int64_t v = mod(rank_ - root_, size_);
-    if (fold_ == Fold::ring) return ring_rounds(/*prologue=*/true);
+    if (fold_ == FoldKind::ring) return ring_rounds(/*prologue=*/true);
     const FoldData d = bine::fold_steps(kind_).prologue;
-    if (fold_ != Fold::two_one || extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
+    if (fold_ != FoldKind::two_one || extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
     // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
     begin_round();
     if (v < 2 * extra_) {
@@ -305,18 +304,18 @@ class Context {
   /// pending error.
   int finish() {
     const FoldData d = bine::fold_steps(kind_).epilogue;
-    if (fold_ == Fold::two_one && extra_ > 0 && d != FoldData::none) {
+    if (fold_ == FoldKind::two_one && extra_ > 0 && d != FoldData::none) {
       const int64_t v = mod(rank_ - root_, size_);
       begin_round();
       if (v < 2 * extra_) post(fold_data(d), fold_partner_, !active_, false, false);
       const int rc = end_round();
       if (rc != MPI_SUCCESS) return rc;
     }
-    if (fold_ == Fold::ring) {
+    if (fold_ == FoldKind::ring) {
       const int rc = ring_rounds(/*prologue=*/false);
       if (rc != MPI_SUCCESS) return rc;
     }
-    if (fold_ == Fold::three_two && extra_ > 0 && !fused_done_) {
+    if (fold_ == FoldKind::three_two && extra_ > 0 && !fused_done_) {
       // fold 3-2 epilogue, not fused: the survivors hand their helpers the whole result.
       const BlockSet all = BlockSet::all(geometry_blocks());
       std::vector<Op> e;
@@ -335,11 +334,11 @@ class Context {
     return fail_domain();
   }
 
-  bool active() const { return fold_ == Fold::none || active_; }
+  bool active() const { return fold_ == FoldKind::none || active_; }
   /// Process count, rank and root seen by the schedule body (virtual inside a fold).
-  int64_t p() const { return fold_ == Fold::none ? size_ : vsize_; }
-  int64_t r() const { return fold_ == Fold::none ? rank_ : vrank_; }
-  int64_t root() const { return fold_ == Fold::none ? root_ : vroot_; }
+  int64_t p() const { return fold_ == FoldKind::none ? size_ : vsize_; }
+  int64_t r() const { return fold_ == FoldKind::none ? rank_ : vrank_; }
+  int64_t root() const { return fold_ == FoldKind::none ? root_ : vroot_; }
   /// True when the operator is commutative (the `commutative` name of the language).
   bool commutative() const {
     int c = 1;
@@ -397,7 +396,7 @@ class Context {
   /// Sets the block count B of the vector.
   void set_blocks(int64_t B) {
     body_blocks_ = B;
-    blocks_ = fold_ == Fold::ring ? ring_ * B : B;  // fold ring: the body owns one of R parts
+    blocks_ = fold_ == FoldKind::ring ? ring_ * B : B;  // fold ring: the body owns one of R parts
     blocks_set_ = true;
   }
 
@@ -500,7 +499,7 @@ class Context {
       return dr;
     }
     int rc;
-    if (fold_ == Fold::three_two && extra_ > 0) {
+    if (fold_ == FoldKind::three_two && extra_ > 0) {
       rc = body_round_ == 0 ? three_two_first() : fused_replay_ ? three_two_last() : three_two_other();
     } else {
       rc = execute(std::move(round_posts_));
@@ -532,7 +531,7 @@ class Context {
         round_ops_.push_back(back);
         round_posts_.push_back(std::move(back));
       }
-      fused_replay_ = fold_epilogue && fold_ == Fold::three_two && extra_ > 0 && it->index == 0;
+      fused_replay_ = fold_epilogue && fold_ == FoldKind::three_two && extra_ > 0 && it->index == 0;
       const int rc = end_round();
       if (fused_replay_) fused_done_ = true;
       fused_replay_ = false;
@@ -737,10 +736,10 @@ class Context {
   int64_t real_of_v(int64_t v) const { return mod(v + root_, size_); }
   /// Real rank of body rank w (modulo the body's p).
   int64_t real_peer(int64_t w) const {
-    if (fold_ == Fold::none) return mod(w, size_);
+    if (fold_ == FoldKind::none) return mod(w, size_);
     w = mod(w, vsize_);
-    if (fold_ == Fold::three_two) return real_of_v(tt_.survivor(w));
-    if (fold_ == Fold::ring) return real_of_v(ring_ * w + ring_c_);
+    if (fold_ == FoldKind::three_two) return real_of_v(tt_.survivor(w));
+    if (fold_ == FoldKind::ring) return real_of_v(ring_ * w + ring_c_);
     return real_of_v(w < extra_ ? 2 * w : w + extra_);
   }
   void add_op(const BlockSet& set, int64_t peer, bool is_recv, bool reduce) {
@@ -749,8 +748,8 @@ class Context {
   /// Body block set -> real block set: with rank-indexed blocks under a fold, virtual
   /// block w stands for the blocks of the one or two real ranks it represents.
   BlockSet real_blocks(const BlockSet& body) const {
-    if (fold_ == Fold::ring) return body.shifted(ring_c_ * body_blocks_);
-    if (fold_ == Fold::none || !blocked_) return body;
+    if (fold_ == FoldKind::ring) return body.shifted(ring_c_ * body_blocks_);
+    if (fold_ == FoldKind::none || !blocked_) return body;
     BlockSet out;
     auto v_first = [&](int64_t w) { return w < extra_ ? 2 * w : w + extra_; };
     for (const BlockSet::Range& rg : body.ranges())
@@ -1064,7 +1063,7 @@ class Context {
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
-  Fold fold_ = Fold::none;
+  FoldKind fold_ = FoldKind::none;
   bool active_ = true;
   int64_t extra_ = 0, vrank_ = 0, vsize_ = 1, vroot_ = 0, fold_partner_ = -1;
   std::vector<MPI_Request> requests_;
