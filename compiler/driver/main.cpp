@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "cost.h"
+#include "draw.h"
 #include "emit_mpi.h"
 #include "instantiate.h"
 #include "schedule.h"
@@ -64,7 +65,43 @@ std::vector<const ScheduleDecl*> selected(const Program& prog, const std::vector
   return out;
 }
 
-int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet) {
+/// "svg" or "png": `format` when given, else from the output's extension (".png": png).
+std::string draw_format(const std::string& format, const std::string& out) {
+  if (!format.empty()) return format;
+  return out.size() >= 4 && out.compare(out.size() - 4, 4, ".png") == 0 ? "png" : "svg";
+}
+
+/// Draws `sch` (docs/draw.md) and writes it to `out` ("-": standard output, SVG only).
+/// Failures (PNG conversion, an unwritable path) are errors in `diags`; a heat map (p
+/// too large for a step diagram) is a warning. Nothing is written when it fails.
+bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::string& format, const std::string& out,
+                   DiagnosticSink& diags) {
+  if (draw_uses_heat_map(sch, opt))
+    diags.warning(Span{}, "p=" + std::to_string(sch.p) + " is above " + std::to_string(opt.max_diagram_p) +
+                              ": drawn as a heat map (rank x round, " + (opt.bytes > 0 ? "bytes" : "blocks") +
+                              " sent); draw a smaller p for the step diagram");
+  std::string bytes = draw_svg(sch, opt);
+  if (format == "png") {
+    std::string png, err;
+    if (!svg_to_png(bytes, png, err)) {
+      diags.error(Span{}, "cannot convert the drawing to PNG: " + err);
+      return false;
+    }
+    bytes = std::move(png);
+  }
+  if (out == "-") {
+    std::cout << bytes;
+    return true;
+  }
+  std::ofstream f(out, std::ios::binary);
+  if (!(f << bytes) || !(f.flush())) {
+    diags.error(Span{}, "cannot write '" + out + "'");
+    return false;
+  }
+  return true;
+}
+
+int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, const std::string& draw) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -79,12 +116,29 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   }
   const auto todo = selected(prog, c.only, diags);
   bool all_ok = !diags.has_errors();
+  CheckReport failed;  ///< the first failing schedule's report (check --draw)
+  std::string failed_name;
   for (const ScheduleDecl* s : todo) {
     DiagnosticSink one;
-    const CheckReport rep = check_schedule(prog, *s, opt, one);
+    CheckReport rep = check_schedule(prog, *s, opt, one);
     all_ok &= rep.ok;
     if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
     for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
+    if (!rep.ok && failed_name.empty()) {
+      failed_name = s->name;
+      failed = std::move(rep);
+    }
+  }
+  if (!draw.empty()) {
+    if (failed_name.empty()) {
+      diags.warning(Span{}, "nothing drawn to '" + draw + "': no instance failed");
+    } else if (!failed.has_failed_instance) {
+      diags.warning(Span{}, "nothing drawn to '" + draw + "': the failing instance of '" + failed_name + "' could not be built");
+    } else {
+      DrawOptions dopt;
+      dopt.counterexample = &failed.counterexample;
+      write_drawing(failed.failed_instance, dopt, draw_format("", draw), draw, diags);
+    }
   }
   print_diags(diags, c.format);
   return all_ok ? 0 : 1;
@@ -150,7 +204,7 @@ int cmd_compile(const Common& c, const std::string& target, const std::string& o
 /// `commutative` as the checker sets it. Returns 0 with `sch` set, or the exit status
 /// after printing the diagnostics (1: bad input, not applicable or failed instance).
 int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, DiagnosticSink& diags, Schedule& sch,
-                  const ScheduleDecl** decl) {
+                  const ScheduleDecl** decl, bool force_commutative = false) {
   if (!load_program(c.files, prog, diags)) {
     print_diags(diags, c.format);
     return 1;
@@ -165,7 +219,7 @@ int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, Diagn
   const ScheduleDecl& s = *todo.front();
   *decl = &s;
   std::string unmet;
-  const InstStatus st = instantiate(prog, s, {p, root, default_commutative(s)}, sch, diags, &unmet);
+  const InstStatus st = instantiate(prog, s, {p, root, force_commutative || default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
     std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
     return 1;
@@ -185,6 +239,35 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   if (const int rc = load_instance(c, p, root, prog, diags, sch, &s)) return rc;
   if (verify_too) verify(sch, diags);
   std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
+}
+
+struct DrawCli {
+  int64_t p = 0, root = 0;
+  bool commutative = false, verify = false;
+  std::string out = "-", format;
+  DrawOptions opt;
+};
+
+int cmd_draw(const Common& c, const DrawCli& d) {
+  const std::string format = draw_format(d.format, d.out);
+  if (format == "png" && d.out == "-") {
+    std::cerr << "bine-cc: error: --format png needs an output file (-o FILE)\n";
+    return 2;
+  }
+  DiagnosticSink diags;
+  Program prog;
+  Schedule sch;
+  const ScheduleDecl* s = nullptr;
+  if (const int rc = load_instance(c, d.p, d.root, prog, diags, sch, &s, d.commutative)) return rc;
+  DrawOptions opt = d.opt;
+  VerifyResult v;
+  if (d.verify) {
+    v = verify(sch, diags);
+    if (!v.ok) opt.counterexample = &v.counterexample;
+  }
+  write_drawing(sch, opt, format, d.out, diags);
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
 }
@@ -244,12 +327,15 @@ int main(int argc, char** argv) {
   std::string ranks = "1..64";
   int64_t all_roots_up_to = 64;
   bool quiet = false;
+  std::string check_draw;
   CLI::App* check = app.add_subcommand("check", "verify schedules for a range of process counts and every root; exit 0 when all hold");
   add_common(check);
   check->add_option("--ranks", ranks, "process counts, A..B or P (default 1..64)");
   check->add_option("--all-roots-up-to", all_roots_up_to,
                     "verify every root up to this p; above it roots 0, 1, p/2, p-1 (default 64)");
   check->add_flag("--quiet", quiet, "print only failing schedules");
+  check->add_option("--draw", check_draw,
+                    "draw the first failing instance with its counterexample highlighted (SVG; PNG when FILE ends in .png)");
 
   std::string target = "mpi", out, verify_ranks = "1..32";
   CLI::App* compile = app.add_subcommand("compile", "verify, then emit a header with one function per schedule");
@@ -266,6 +352,20 @@ int main(int argc, char** argv) {
   sched->add_option("--root", root, "root rank (rooted collectives)");
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
+
+  DrawCli dcli;
+  CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
+  add_common(drw);
+  drw->add_option("--ranks,-p", dcli.p, "process count")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  drw->add_option("--root", dcli.root, "root rank (rooted collectives)");
+  drw->add_flag("--commutative", dcli.commutative, "instantiate with commutative = true");
+  drw->add_option("-o,--output", dcli.out, "output file (default: stdout, SVG only)");
+  drw->add_option("--format", dcli.format, "svg or png (default: png when the output ends in .png, else svg)")
+      ->check(CLI::IsMember({"svg", "png"}));
+  drw->add_option("--ppn", dcli.opt.ppn, "ranks per node (consecutive ranks): colour arrows intra-node / inter-node")
+      ->check(CLI::PositiveNumber);
+  drw->add_option("--bytes", dcli.opt.bytes, "vector size n in bytes: label transfers with k*n/B bytes");
+  drw->add_flag("--verify", dcli.verify, "also verify the instance and highlight its counterexample");
 
   CostOptions copt;
   CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
@@ -290,7 +390,8 @@ int main(int argc, char** argv) {
   cost->add_flag("--json", copt.json, "JSON instead of text");
 
   CLI11_PARSE(app, argc, argv);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_draw);
+  if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
