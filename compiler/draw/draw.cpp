@@ -25,6 +25,7 @@ const char* const kFlat = "#2b5c8a";
 const char* const kIntra = "#1b9e77";
 const char* const kInter = "#d95f02";
 const char* const kRed = "#d62728";
+const char* const kWait = "#6a1b9a";  ///< a deadlock's wait-for chain
 const char* const kFoldBg = "#e6eef7";
 const char* const kMirrorBg = "#f1eafb";
 const char* const kRootBg = "#fff0b3";
@@ -118,6 +119,7 @@ const char* link_colour(const std::string& cls) {
   if (cls == "intra") return kIntra;
   if (cls == "inter") return kInter;
   if (cls == "cex") return kRed;
+  if (cls == "wait") return kWait;
   return kFlat;
 }
 
@@ -154,7 +156,7 @@ std::string instance_line(const Schedule& s, const DrawOptions& o) {
 /// Arrowhead markers: a triangle (copy) and a circled plus (reduce), per colour class.
 std::string markers() {
   std::string o = "<defs>\n";
-  for (const char* cls : {"flat", "intra", "inter", "cex"}) {
+  for (const char* cls : {"flat", "intra", "inter", "cex", "wait"}) {
     const std::string c = link_colour(cls);
     o += "<marker id=\"copy-" + std::string(cls) +
          "\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" "
@@ -482,7 +484,7 @@ class Diagram {
            std::to_string(t) + "\"><title>rank " + std::to_string(a) + " waits in round " + std::to_string(t) + " for rank " +
            std::to_string(b) + "</title><path d=\"M" + std::to_string(xa) + "," + std::to_string(ya) + " Q" + std::to_string(xc) +
            "," + std::to_string((ya + yb) / 2) + " " + std::to_string(xa) + "," + std::to_string(yb) + "\" fill=\"none\" stroke=\"" +
-           kRed + "\" stroke-width=\"2\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-cex)\"/></g>\n";
+           kWait + "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/></g>\n";
     }
     return o + "</g>\n";
   }
@@ -496,7 +498,7 @@ class Diagram {
     y += 15;
     std::string msg = cex_->message;
     if (cex_->kind == Counterexample::Kind::deadlock && !cex_->wait_for.empty()) {
-      msg += " Wait-for chain:";
+      msg += ". Wait-for chain:";
       for (size_t i = 0; i < cex_->wait_for.size(); ++i) msg += (i ? " -> " : " ") + std::to_string(cex_->wait_for[i]);
       if (cex_->cycle) msg += " (cycle)";
     }
@@ -543,6 +545,10 @@ class Diagram {
     if (!stubs_.empty()) items.push_back({"stub", "receive with no matching send in its round"});
     if (cex_) {
       items.push_back({"cex", "counterexample: failing rank and round, offending transfer"});
+      if (cex_->kind == Counterexample::Kind::deadlock && cex_->match_round >= 0)
+        items.push_back({"match", "where the peer posts the matching operation"});
+      if (!cex_->missing_ranks.empty() || !cex_->doubled_ranks.empty())
+        items.push_back({"tags", "missing / twice: contributions missing from or counted twice in the block"});
       if (cex_->kind == Counterexample::Kind::deadlock) items.push_back({"wait", "deadlock: waits for (wait-for chain)"});
     }
     for (const Item& it : items) {
@@ -559,7 +565,9 @@ class Diagram {
         o += text(x + 22, my + 4, "+", "text-anchor=\"middle\" font-weight=\"bold\"");
       } else if (it.kind == "wait") {
         o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) + "\" y2=\"" +
-             std::to_string(my) + "\" stroke=\"" + kRed + "\" stroke-width=\"2\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-cex)\"/>\n";
+             std::to_string(my) + "\" stroke=\"" + kWait + "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/>\n";
+      } else if (it.kind == "tags") {
+        o += text(x, y, "missing", "fill=\"" + std::string(kRed) + "\" font-weight=\"bold\" font-size=\"9\"");
       } else if (it.kind == "stub") {
         o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) + "\" y2=\"" +
              std::to_string(my) + "\" stroke=\"" + kRed + "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#copy-cex)\"/>\n";
@@ -569,8 +577,9 @@ class Diagram {
                            : it.kind == "fold"   ? kFoldBg
                            : it.kind == "mirror" ? kMirrorBg
                                                  : "none";
-        o += rect(x, my - 7, 44, 14, "fill=\"" + std::string(fill) + "\" stroke=\"" + (it.kind == "cex" ? kRed : "#b0b0b0") +
-                                         "\"" + (it.kind == "cex" ? " stroke-width=\"2.5\"" : ""));
+        const char* stroke = it.kind == "cex" ? kRed : it.kind == "match" ? kInter : "#b0b0b0";
+        o += rect(x, my - 7, 44, 14, "fill=\"" + std::string(fill) + "\" stroke=\"" + stroke + "\"" +
+                                         (it.kind == "cex" || it.kind == "match" ? " stroke-width=\"2.5\"" : ""));
       }
       o += text(x + 56, y, it.what);
     }
@@ -719,8 +728,10 @@ std::string heat_map(const Schedule& s, const DrawOptions& o) {
   b += text(16, y + 26, "0", "font-size=\"10\"");
   b += text(16 + 24 * 11, y + 26, vmax_text, "font-size=\"10\" text-anchor=\"end\"");
   y += 46;
-  b += rect(16, y - 9, 6, 12, "fill=\"#e6a800\"");
-  b += text(30, y, shows_root(s) ? "the root's row" : "(no root)", "font-size=\"10\"");
+  if (shows_root(s)) {
+    b += rect(16, y - 9, 6, 12, "fill=\"#e6a800\"");
+    b += text(30, y, "the root's row", "font-size=\"10\"");
+  }
   b += rect(176, y - 9, 6, 12, "fill=\"#999999\"");
   b += text(190, y, "fold helpers", "font-size=\"10\"");
   b += rect(296, y - 6, 12, 6, "fill=\"#6b8fb8\"");
