@@ -518,15 +518,25 @@ class Diagram {
       std::string kind, what;
     };
     std::vector<Item> items;
-    if (o_.ppn > 0) {
-      items.push_back({"copy-intra", "copy within a node (" + std::to_string(o_.ppn) + " consecutive ranks per node)"});
-      items.push_back({"copy-inter", "copy between nodes"});
-      items.push_back({"reduce-intra", "reduce within a node"});
-      items.push_back({"reduce-inter", "reduce between nodes"});
-    } else {
-      items.push_back({"copy-flat", "transfer, received by copy: block set, size"});
-      items.push_back({"reduce-flat", "transfer, received with reduce"});
+    // Arrow kinds actually drawn, in a fixed order.
+    bool used[2][3] = {{false, false, false}, {false, false, false}};  // [reduce][flat, intra, inter]
+    for (const Arrow& a : arrows_) {
+      const std::string link = link_class(o_, a.from, a.to);
+      used[a.recv && a.recv->reduce ? 1 : 0][link == "flat" ? 0 : link == "intra" ? 1 : 2] = true;
     }
+    const std::string node = o_.ppn > 0 ? " (" + std::to_string(o_.ppn) + " consecutive ranks per node)" : "";
+    const char* const what[2][3] = {
+        {"transfer received by copy: block set, size", "copy within a node", "copy between nodes"},
+        {"transfer received with reduce", "reduce within a node", "reduce between nodes"}};
+    const char* const link_names[3] = {"flat", "intra", "inter"};
+    bool first_link = true;
+    for (int red = 0; red < 2; ++red)
+      for (int l = 0; l < 3; ++l)
+        if (used[red][l]) {
+          items.push_back({std::string(red ? "reduce-" : "copy-") + link_names[l],
+                           std::string(what[red][l]) + (l > 0 && first_link ? node : "")});
+          if (l > 0) first_link = false;
+        }
     bool any_local = false, any_helper = false, any_fold = false, any_mirror = false;
     for (int64_t r = 0; r < s_.p; ++r) {
       any_helper |= is_helper(s_, r);
