@@ -313,7 +313,8 @@ int main(int argc, char** argv) {
       "Typical use:\n"
       "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
       "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat --ranks 8\n"
-      "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n",
+      "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n"
+      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n",
       "bine-cc"};
   app.require_subcommand(1);
   Common common;
