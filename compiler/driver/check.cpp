@@ -77,6 +77,9 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             rep.same_bracketing &= v.same_bracketing;
             continue;
           }
+          rep.has_failed_instance = true;
+          rep.failed_instance = std::move(sch);
+          rep.counterexample = v.counterexample;
         }
         rep.ok = false;
         rep.failed_p = p;

@@ -29,6 +29,11 @@ struct CheckReport {
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;
   int64_t failed_p = -1, failed_root = -1;
+  /// The first failing instance, when it was built (instantiation succeeded and the
+  /// verifier rejected it): the Schedule and the verifier's counterexample.
+  bool has_failed_instance = false;
+  Schedule failed_instance;
+  Counterexample counterexample;
   ProofSummary proof() const;
 };
 

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "cost.h"
+#include "draw.h"
 #include "emit_mpi.h"
 #include "target.h"
 #include "instantiate.h"
@@ -65,7 +66,43 @@ std::vector<const ScheduleDecl*> selected(const Program& prog, const std::vector
   return out;
 }
 
-int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json) {
+/// "svg" or "png": `format` when given, else from the output's extension (".png": png).
+std::string draw_format(const std::string& format, const std::string& out) {
+  if (!format.empty()) return format;
+  return out.size() >= 4 && out.compare(out.size() - 4, 4, ".png") == 0 ? "png" : "svg";
+}
+
+/// Draws `sch` (docs/draw.md) and writes it to `out` ("-": standard output, SVG only).
+/// Failures (PNG conversion, an unwritable path) are errors in `diags`; a heat map (p
+/// too large for a step diagram) is a warning. Nothing is written when it fails.
+bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::string& format, const std::string& out,
+                   DiagnosticSink& diags) {
+  if (draw_uses_heat_map(sch, opt))
+    diags.warning(Span{}, "p=" + std::to_string(sch.p) + " is above " + std::to_string(opt.max_diagram_p) +
+                              ": drawn as a heat map (rank x round, " + (opt.bytes > 0 ? "bytes" : "blocks") +
+                              " sent); draw a smaller p for the step diagram");
+  std::string bytes = draw_svg(sch, opt);
+  if (format == "png") {
+    std::string png, err;
+    if (!svg_to_png(bytes, png, err)) {
+      diags.error(Span{}, "cannot convert the drawing to PNG: " + err);
+      return false;
+    }
+    bytes = std::move(png);
+  }
+  if (out == "-") {
+    std::cout << bytes;
+    return true;
+  }
+  std::ofstream f(out, std::ios::binary);
+  if (!(f << bytes) || !(f.flush())) {
+    diags.error(Span{}, "cannot write '" + out + "'");
+    return false;
+  }
+  return true;
+}
+
+int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -80,17 +117,34 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   }
   const auto todo = selected(prog, c.only, diags);
   bool all_ok = !diags.has_errors();
+  CheckReport failed;  ///< the first failing schedule's report (check --draw)
+  std::string failed_name;
   if (json) std::cout << "[";
   for (size_t i = 0; i < todo.size(); ++i) {
     const ScheduleDecl* s = todo[i];
     DiagnosticSink one;
-    const CheckReport rep = check_schedule(prog, *s, opt, one);
+    CheckReport rep = check_schedule(prog, *s, opt, one);
     all_ok &= rep.ok;
     if (json) std::cout << (i ? ",\n " : "\n ") << report_json(*s, rep, opt);
     else if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
     for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
+    if (!rep.ok && failed_name.empty()) {
+      failed_name = s->name;
+      failed = std::move(rep);
+    }
   }
   if (json) std::cout << "\n]\n";
+  if (!draw.empty()) {
+    if (failed_name.empty()) {
+      diags.warning(Span{}, "nothing drawn to '" + draw + "': no instance failed");
+    } else if (!failed.has_failed_instance) {
+      diags.warning(Span{}, "nothing drawn to '" + draw + "': the failing instance of '" + failed_name + "' could not be built");
+    } else {
+      DrawOptions dopt;
+      dopt.counterexample = &failed.counterexample;
+      write_drawing(failed.failed_instance, dopt, draw_format("", draw), draw, diags);
+    }
+  }
   print_diags(diags, c.format);
   return all_ok ? 0 : 1;
 }
@@ -167,7 +221,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
 /// `commutative` as the checker sets it. Returns 0 with `sch` set, or the exit status
 /// after printing the diagnostics (1: bad input, not applicable or failed instance).
 int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, DiagnosticSink& diags, Schedule& sch,
-                  const ScheduleDecl** decl) {
+                  const ScheduleDecl** decl, bool force_commutative = false) {
   if (!load_program(c.files, prog, diags)) {
     print_diags(diags, c.format);
     return 1;
@@ -182,7 +236,7 @@ int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, Diagn
   const ScheduleDecl& s = *todo.front();
   *decl = &s;
   std::string unmet;
-  const InstStatus st = instantiate(prog, s, {p, root, default_commutative(s)}, sch, diags, &unmet);
+  const InstStatus st = instantiate(prog, s, {p, root, force_commutative || default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
     std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
     return 1;
@@ -202,6 +256,35 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   if (const int rc = load_instance(c, p, root, prog, diags, sch, &s)) return rc;
   if (verify_too) verify(sch, diags);
   std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
+}
+
+struct DrawCli {
+  int64_t p = 0, root = 0;
+  bool commutative = false, verify = false;
+  std::string out = "-", format;
+  DrawOptions opt;
+};
+
+int cmd_draw(const Common& c, const DrawCli& d) {
+  const std::string format = draw_format(d.format, d.out);
+  if (format == "png" && d.out == "-") {
+    std::cerr << "bine-cc: error: --format png needs an output file (-o FILE)\n";
+    return 2;
+  }
+  DiagnosticSink diags;
+  Program prog;
+  Schedule sch;
+  const ScheduleDecl* s = nullptr;
+  if (const int rc = load_instance(c, d.p, d.root, prog, diags, sch, &s, d.commutative)) return rc;
+  DrawOptions opt = d.opt;
+  VerifyResult v;
+  if (d.verify) {
+    v = verify(sch, diags);
+    if (!v.ok) opt.counterexample = &v.counterexample;
+  }
+  write_drawing(sch, opt, format, d.out, diags);
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
 }
@@ -247,7 +330,8 @@ int main(int argc, char** argv) {
       "Typical use:\n"
       "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
       "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat -p 8\n"
-      "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n",
+      "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n"
+      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n",
       "bine-cc"};
   app.require_subcommand(1);
   Common common;
@@ -261,6 +345,7 @@ int main(int argc, char** argv) {
   std::string ranks = "1..64";
   int64_t all_roots_up_to = 64;
   bool quiet = false, check_json = false;
+  std::string check_draw;
   CLI::App* check = app.add_subcommand("check", "verify schedules for a range of process counts and every root; exit 0 when all hold");
   add_common(check);
   check->add_option("--ranks", ranks, "process counts, A..B or P (default 1..64)");
@@ -269,6 +354,8 @@ int main(int argc, char** argv) {
   check->add_flag("--quiet", quiet, "print only failing schedules");
   check->add_flag("--json", check_json,
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
+  check->add_option("--draw", check_draw,
+                    "draw the first failing instance with its counterexample highlighted (SVG; PNG when FILE ends in .png)");
 
   std::string target = "mpi", out, verify_ranks = "1..32";
   EmitOptions eopt;
@@ -290,6 +377,20 @@ int main(int argc, char** argv) {
   sched->add_option("--root", root, "root rank (rooted collectives)");
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
+
+  DrawCli dcli;
+  CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
+  add_common(drw);
+  drw->add_option("-p", dcli.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  drw->add_option("--root", dcli.root, "root rank (rooted collectives)");
+  drw->add_flag("--commutative", dcli.commutative, "instantiate with commutative = true");
+  drw->add_option("-o,--output", dcli.out, "output file (default: stdout, SVG only)");
+  drw->add_option("--format", dcli.format, "svg or png (default: png when the output ends in .png, else svg)")
+      ->check(CLI::IsMember({"svg", "png"}));
+  drw->add_option("--ppn", dcli.opt.ppn, "ranks per node (consecutive ranks): colour arrows intra-node / inter-node")
+      ->check(CLI::PositiveNumber);
+  drw->add_option("--bytes", dcli.opt.bytes, "vector size n in bytes: label transfers with k*n/B bytes");
+  drw->add_flag("--verify", dcli.verify, "also verify the instance and highlight its counterexample");
 
   CostOptions copt;
   CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
@@ -316,19 +417,21 @@ int main(int argc, char** argv) {
   // One spelling: a single process count is -p N, a range --ranks A..B (check). The old
   // `--ranks N` of schedule/cost gets a clear error instead of CLI11's guess.
   std::string stale_ranks;
-  for (CLI::App* sc : {sched, cost}) sc->add_option("--ranks", stale_ranks)->group("");
+  for (CLI::App* sc : {sched, cost, drw}) sc->add_option("--ranks", stale_ranks)->group("");
 
   CLI11_PARSE(app, argc, argv);
-  if ((sched->parsed() || cost->parsed()) && !stale_ranks.empty()) {
-    std::cerr << "bine-cc: error: " << (sched->parsed() ? "schedule" : "cost")
+  const char* verb = sched->parsed() ? "schedule" : cost->parsed() ? "cost" : "draw";
+  if ((sched->parsed() || cost->parsed() || drw->parsed()) && !stale_ranks.empty()) {
+    std::cerr << "bine-cc: error: " << verb
               << " takes one process count as -p N; --ranks A..B is the range of check\n";
     return 2;
   }
-  if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0)) {
-    std::cerr << "bine-cc: error: " << (sched->parsed() ? "schedule" : "cost") << " needs a process count: -p N\n";
+  if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0) || (drw->parsed() && dcli.p == 0)) {
+    std::cerr << "bine-cc: error: " << verb << " needs a process count: -p N\n";
     return 2;
   }
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
+  if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);

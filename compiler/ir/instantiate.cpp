@@ -870,6 +870,8 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       fm.extra = 0;
     }
   }
+  out.fold_helper.assign(size_t(req.p), false);
+  for (int64_t x = 0; x < req.p; ++x) out.fold_helper[size_t(x)] = !fm.active(x);
   const FoldSteps steps = fold_steps(decl.collective);
   const bool prologue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.prologue != FoldData::none;
   const bool epilogue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.epilogue != FoldData::none;

@@ -69,6 +69,9 @@ struct Schedule {
   int64_t scratch = 0;
   FoldKind fold = FoldKind::none;  ///< the schedule's elimination (bine/collective.hpp)
   int64_t fold_ring = 0;           ///< `fold ring R`: R, else 0
+  /// [rank] true for the ranks a fold sets aside for the body (two-one: the odd virtual
+  /// ranks below 2 * extra; `fold 3-2`: the helpers); empty or all false without a fold.
+  std::vector<bool> fold_helper;
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
   /// [round] the `segment` size in force (bytes; 0: messages are not segmented). Messages

@@ -40,11 +40,18 @@ class Verifier {
 
   VerifyResult run() {
     VerifyResult res;
-    if (!check_peers() || !check_matching() || !check_races()) return res;
+    if (!check_peers() || !check_matching() || !check_races()) {
+      res.counterexample = cex_;
+      return res;
+    }
     init_state();
     for (int64_t t = 0; t < s_.num_rounds; ++t)
-      if (!step(t)) return res;
+      if (!step(t)) {
+        res.counterexample = cex_;
+        return res;
+      }
     res.ok = check_post(res);
+    if (!res.ok) res.counterexample = cex_;
     for (int64_t x = 0; x < s_.p; ++x)
       for (const Round& rd : s_.ranks[size_t(x)])
         for (const Op& op : rd)
@@ -70,6 +77,22 @@ class Verifier {
     return d;
   }
   static int64_t first_block(const BlockSet& b) { return b.empty() ? -1 : b.ranges().front().first; }
+  /// Records the counterexample that diagnostic `d` reports (rank, round, block as in its
+  /// message); returns `d` for notes.
+  Diagnostic& record(Diagnostic& d, Counterexample::Kind kind, int64_t rank, int64_t round, int64_t block,
+                     int64_t peer = -1, bool peer_is_sender = false) {
+    cex_.kind = kind;
+    cex_.rank = rank;
+    cex_.round = round;
+    cex_.block = block;
+    cex_.blocks = BlockSet();
+    if (block >= 0) cex_.blocks.push_back_block(block);
+    cex_.peer = peer;
+    cex_.peer_is_sender = peer_is_sender;
+    cex_.message = d.message;
+    return d;
+  }
+  using K = Counterexample::Kind;
 
   // ---- structure ----
   bool check_peers() {
@@ -77,8 +100,9 @@ class Verifier {
       for (int64_t t = 0; t < s_.num_rounds; ++t)
         for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
           if (peer_of(op) == x) {
-            report(origin_of(op), at(x, t, first_block(blocks_of(op))) + "rank " + std::to_string(x) +
-                                       (std::holds_alternative<SendOp>(op) ? " sends to itself" : " receives from itself"));
+            record(report(origin_of(op), at(x, t, first_block(blocks_of(op))) + "rank " + std::to_string(x) +
+                                              (std::holds_alternative<SendOp>(op) ? " sends to itself" : " receives from itself")),
+                   K::self_transfer, x, t, first_block(blocks_of(op)), x, !std::holds_alternative<SendOp>(op));
             return false;
           }
     return true;
@@ -163,7 +187,9 @@ class Verifier {
       msg += " is blocked in round " + std::to_string(cur[size_t(y)]) + " and never reaches round " + std::to_string(t);
     else
       msg += " posts no " + std::string(is_send ? "receive from" : "send to") + " rank " + std::to_string(x) + " in round " + std::to_string(t);
-    Diagnostic& d = report(origin_of(*op), msg);
+    Diagnostic& d = record(report(origin_of(*op), msg), K::deadlock, x, t, first_block(blocks_of(*op)), y, !is_send);
+    cex_.wait_for = {x, y};
+    cex_.wait_rounds = {t};
     // Where does y talk to x instead? The nearest other round, the later one on a tie (a
     // transfer moved to a later round).
     std::vector<int64_t> order;
@@ -175,6 +201,7 @@ class Verifier {
       if (other.empty()) continue;
       add_note(d, origin_of(*other.front()).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
                                                       " in round " + std::to_string(u));
+      cex_.match_round = u;
       break;
     }
     // Wait-for chain.
@@ -186,7 +213,10 @@ class Verifier {
       if (w < 0 || !zop) break;
       add_note(d, origin_of(*zop).span, "rank " + std::to_string(z) + " waits in round " + std::to_string(cur[size_t(z)]) +
                                             " for rank " + std::to_string(w));
+      cex_.wait_rounds.push_back(cur[size_t(z)]);
+      cex_.wait_for.push_back(w);
       if (std::find(seen.begin(), seen.end(), w) != seen.end()) {
+        cex_.cycle = true;
         add_note(d, Span{}, "wait-for cycle closes at rank " + std::to_string(w));
         break;
       }
@@ -234,10 +264,11 @@ class Verifier {
           const BlockSet& a = blocks_of(rd[j]);
           const BlockSet& b = blocks_of(*rcv);
           if (!sizes_agree(a, b)) {
-            Diagnostic& d = report(origin_of(rd[j]),
-                                   at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
-                                       " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) + ", which receives blocks " +
-                                       format_blocks(b) + " (" + size_rule() + ")");
+            Diagnostic& d = record(report(origin_of(rd[j]),
+                                          at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
+                                              " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) +
+                                              ", which receives blocks " + format_blocks(b) + " (" + size_rule() + ")"),
+                                   K::size_mismatch, x, t, first_block((a - b) | (b - a)), y);
             add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
             return false;
           }
@@ -265,8 +296,12 @@ class Verifier {
             // of one block conflict; two reduce receives are combined in posting order.
             if (!std::holds_alternative<RecvOp>(rd[j]) || j < i) continue;
             if (ri->reduce && std::get<RecvOp>(rd[j]).reduce) continue;
-            Diagnostic& d = report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
-                                                   " are written by two receives in the same round");
+            Diagnostic& d = record(report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
+                                                          " are written by two receives in the same round"),
+                                   K::race, x, t, first_block(both));
+            cex_.blocks = both;
+            cex_.race_peers[0] = ri->peer;
+            cex_.race_peers[1] = peer_of(rd[j]);
             add_note(d, origin_of(rd[j]).span, "the other receive is here");
             return false;
           }
@@ -359,8 +394,9 @@ class Verifier {
             const int64_t sb = from[next++];
             const int32_t v = state_[size_t(x)][size_t(sb)];
             if (v == kNone) {
-              Diagnostic& d = report(origin_of(snd), at(x, t, sb) + "rank " + std::to_string(x) + " sends " + blk(sb) +
-                                                         " to rank " + std::to_string(y) + " but holds no data for it");
+              Diagnostic& d = record(report(origin_of(snd), at(x, t, sb) + "rank " + std::to_string(x) + " sends " + blk(sb) +
+                                                                " to rank " + std::to_string(y) + " but holds no data for it"),
+                                     K::no_data, x, t, sb, y);
               add_write_note(d, x, sb);
               return false;
             }
@@ -371,15 +407,18 @@ class Verifier {
               const auto prev = reduced.find({y, b});
               const int32_t o = prev != reduced.end() ? ups[prev->second].term : state_[size_t(y)][size_t(b)];
               if (o == kNone) {
-                report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
-                                       " but holds no data for it");
+                record(report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
+                                              " but holds no data for it"),
+                       K::no_data, y, t, b, x, true);
                 return false;
               }
               if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
                 const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
-                Diagnostic& d = report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
-                                                       (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " to block " +
-                                                       std::to_string(b) + " reaches rank " + std::to_string(y) + " twice");
+                Diagnostic& d = record(report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
+                                                              (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " to block " +
+                                                              std::to_string(b) + " reaches rank " + std::to_string(y) + " twice"),
+                                       K::double_count, y, t, b, x, true);
+                cex_.doubled_ranks = mask_list(dup);
                 add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
                 return false;
               }
@@ -424,12 +463,15 @@ class Verifier {
     const char* what = lo.reduce ? "local reduce" : "local copy";
     const BlockSet both = lo.src & lo.blocks;
     if (!both.empty()) {
-      report(lo.origin, at(y, t, first_block(both)) + what + ": source and destination share blocks " + format_blocks(both));
+      record(report(lo.origin, at(y, t, first_block(both)) + what + ": source and destination share blocks " + format_blocks(both)),
+             K::local, y, t, first_block(both));
+      cex_.blocks = both;
       return false;
     }
     if (!sizes_agree(lo.src, lo.blocks)) {
-      report(lo.origin, at(y, t, first_block(lo.blocks)) + what + " size mismatch: blocks " + format_blocks(lo.src) + " onto blocks " +
-                            format_blocks(lo.blocks) + " (" + size_rule() + ")");
+      record(report(lo.origin, at(y, t, first_block(lo.blocks)) + what + " size mismatch: blocks " + format_blocks(lo.src) +
+                                   " onto blocks " + format_blocks(lo.blocks) + " (" + size_rule() + ")"),
+             K::local, y, t, first_block(lo.blocks));
       return false;
     }
     std::vector<int64_t> from;
@@ -442,7 +484,9 @@ class Verifier {
         const int64_t sb = from[next++];
         const int32_t v = st[size_t(sb)];
         if (v == kNone) {
-          Diagnostic& dg = report(lo.origin, at(y, t, sb) + what + ": rank " + std::to_string(y) + " reads " + blk(sb) + " but holds no data for it");
+          Diagnostic& dg = record(report(lo.origin, at(y, t, sb) + what + ": rank " + std::to_string(y) + " reads " + blk(sb) +
+                                             " but holds no data for it"),
+                                  K::no_data, y, t, sb);
           add_write_note(dg, y, sb);
           return false;
         }
@@ -450,13 +494,17 @@ class Verifier {
         if (lo.reduce) {
           const int32_t o = st[size_t(d)];
           if (o == kNone) {
-            report(lo.origin, at(y, t, d) + "local reduce: rank " + std::to_string(y) + " reduces into " + blk(d) + " but holds no data for it");
+            record(report(lo.origin, at(y, t, d) + "local reduce: rank " + std::to_string(y) + " reduces into " + blk(d) +
+                                     " but holds no data for it"),
+                   K::no_data, y, t, d);
             return false;
           }
           if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
             const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
-            report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) + " counts rank" +
-                                  (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " twice");
+            record(report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
+                                     " counts rank" + (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " twice"),
+                   K::double_count, y, t, d);
+            cex_.doubled_ranks = mask_list(dup);
             return false;
           }
           nv = combine(v, o);
@@ -475,6 +523,12 @@ class Verifier {
         first = false;
       }
     return s + "}";
+  }
+  static std::vector<int64_t> mask_list(uint64_t m) {
+    std::vector<int64_t> v;
+    for (int i = 0; i < 64; ++i)
+      if ((m >> i) & 1) v.push_back(i);
+    return v;
   }
   static std::string list_ranks(const std::vector<int64_t>& v) {
     std::string s = "{";
@@ -524,8 +578,9 @@ class Verifier {
     if (exact_) exact_ok = t.count == s_.p && t.mask == (s_.p == 64 ? ~uint64_t(0) : (uint64_t(1) << s_.p) - 1);
     else exact_ok = t.count == s_.p && t.hash == full_hash_;
     if (t.block != b) {
-      Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
-                                                   " ends up combined with data of another block");
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
+                                                        " ends up combined with data of another block"),
+                           K::wrong_data, x, b);
       add_write_note(d, x, b);
       return false;
     }
@@ -539,7 +594,9 @@ class Verifier {
       std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
       if (!twice.empty()) msg += std::string(lost.empty() ? "" : ";") + " counts rank" + (twice.size() > 1 ? "s " : " ") + list_ranks(twice) + " more than once";
-      Diagnostic& d = diags_.error(site(x, b), msg);
+      Diagnostic& d = post(diags_.error(site(x, b), msg), lost.empty() ? K::double_count : K::missing, x, b);
+      cex_.missing_ranks = lost;
+      cex_.doubled_ranks = twice;
       if (writer_[size_t(x)][size_t(b)].origin)
         add_write_note(d, x, b);
       else
@@ -557,8 +614,10 @@ class Verifier {
     if (id == kNone) return missing(x, b, "block " + std::to_string(b) + " of rank " + std::to_string(owner));
     const Term& t = terms_[size_t(id)];
     if (t.left != kNone || t.lo != owner || t.block != b) {
-      Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) +
-                                                   " fails: holds " + describe(id) + " instead of block " + std::to_string(b) + " of rank " + std::to_string(owner));
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " +
+                                                        collective_name(s_.collective) + " fails: holds " + describe(id) +
+                                                        " instead of block " + std::to_string(b) + " of rank " + std::to_string(owner)),
+                           K::wrong_data, x, b);
       add_write_note(d, x, b);
       return false;
     }
@@ -570,8 +629,10 @@ class Verifier {
     if (id == kNone) return missing(x, b, "the block from rank " + std::to_string(src));
     const Term& t = terms_[size_t(id)];
     if (t.left != kNone || t.lo != src || t.block != dst) {
-      Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of alltoall fails: holds " +
-                                                   describe(id) + " instead of block " + std::to_string(dst) + " of rank " + std::to_string(src));
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of alltoall fails: holds " +
+                                                        describe(id) + " instead of block " + std::to_string(dst) + " of rank " +
+                                                        std::to_string(src)),
+                           K::wrong_data, x, b);
       add_write_note(d, x, b);
       return false;
     }
@@ -583,10 +644,16 @@ class Verifier {
     return "a reduction of " + std::to_string(t.count) + " contributions";
   }
   bool missing(int64_t x, int64_t b, const std::string& what) {
-    Diagnostic& d = diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " +
-                                                 collective_name(s_.collective) + " fails: rank " + std::to_string(x) + " never receives " + what);
-    (void)d;
+    post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) +
+                                      " fails: rank " + std::to_string(x) + " never receives " + what),
+         K::missing, x, b);
     return false;
+  }
+  /// Records a postcondition failure on rank x, block b (reported at the last round).
+  Diagnostic& post(Diagnostic& d, Counterexample::Kind kind, int64_t x, int64_t b) {
+    record(d, kind, x, s_.num_rounds - 1, b);
+    cex_.write_round = writer_[size_t(x)][size_t(b)].origin ? writer_[size_t(x)][size_t(b)].round : -1;
+    return d;
   }
   Span site(int64_t x, int64_t b) const {
     const WriteSite& w = writer_[size_t(x)][size_t(b)];
@@ -594,8 +661,9 @@ class Verifier {
   }
   bool need_blocks_p() {
     if (s_.blocks == s_.p) return true;
-    diags_.error(Span{}, inst() + std::string(collective_name(s_.collective)) + " schedules need 'blocks p' (one block per rank), got " +
-                             std::to_string(s_.blocks) + " blocks");
+    record(diags_.error(Span{}, inst() + std::string(collective_name(s_.collective)) +
+                                    " schedules need 'blocks p' (one block per rank), got " + std::to_string(s_.blocks) + " blocks"),
+           K::other, -1, -1, -1);
     return false;
   }
   bool check_post(VerifyResult& res) {
@@ -660,9 +728,27 @@ class Verifier {
   std::vector<std::vector<int32_t>> state_;
   std::vector<std::vector<WriteSite>> writer_;
   std::map<int64_t, int32_t> final_term_;
+  Counterexample cex_;
 };
 
 }  // namespace
+
+const char* counterexample_kind_name(Counterexample::Kind k) {
+  switch (k) {
+    case Counterexample::Kind::none: return "";
+    case Counterexample::Kind::self_transfer: return "self-transfer";
+    case Counterexample::Kind::deadlock: return "deadlock";
+    case Counterexample::Kind::size_mismatch: return "size-mismatch";
+    case Counterexample::Kind::race: return "race";
+    case Counterexample::Kind::no_data: return "no-data";
+    case Counterexample::Kind::double_count: return "double-count";
+    case Counterexample::Kind::missing: return "missing";
+    case Counterexample::Kind::wrong_data: return "wrong-data";
+    case Counterexample::Kind::local: return "local";
+    case Counterexample::Kind::other: return "other";
+  }
+  return "";
+}
 
 VerifyResult verify(const Schedule& s, DiagnosticSink& diags, const VerifyOptions& opt) {
   return Verifier(s, diags, opt).run();

@@ -7,8 +7,56 @@
 
 namespace bine {
 
+/// What went wrong in a failing instance, as data (for `check --draw` and other tools); the
+/// diagnostic in the sink says the same in words. Ranks, rounds and blocks are the
+/// instance's (real ranks, rounds counted from 0 including fold rounds, blocks of the
+/// rank's buffers); -1 where the failure names none.
+struct Counterexample {
+  enum class Kind {
+    none,           ///< the instance verified
+    self_transfer,  ///< a rank sends to or receives from itself
+    deadlock,       ///< a transfer is never matched under zero buffering
+    size_mismatch,  ///< matched send and receive disagree on the blocks
+    race,           ///< two receives of one round write one block
+    no_data,        ///< a rank sends, reads or reduces into a block it holds no data for
+    double_count,   ///< a contribution reaches a block twice
+    missing,        ///< postcondition: contributions or blocks never arrive
+    wrong_data,     ///< postcondition: a block holds the wrong data
+    local,          ///< a local reduce/copy is malformed (overlap, sizes)
+    other,          ///< no rank to name (e.g. the block count)
+  };
+  Kind kind = Kind::none;
+  int64_t rank = -1;   ///< the rank of the error (the first number of the message)
+  int64_t round = -1;  ///< the round of the error (-1: before any round)
+  int64_t block = -1;  ///< the first block named by the error
+  BlockSet blocks;     ///< every block the error names (a race's overlap), else {block}
+  /// The rank at the other end of the offending transfer: the peer the deadlocked op waits
+  /// for, the receiver of a size mismatch or of a send without data, the sender of a
+  /// double-counted contribution or of a reduction into an empty block.
+  int64_t peer = -1;
+  bool peer_is_sender = false;  ///< peer sends to rank (else rank sends to peer)
+  /// Deadlock: the wait-for chain, wait_for[i] waits in round wait_rounds[i] for
+  /// wait_for[i + 1] (the first two are rank and peer); `cycle` when the last one closes
+  /// a cycle (it appears earlier in the list).
+  std::vector<int64_t> wait_for, wait_rounds;
+  bool cycle = false;
+  /// Deadlock: the round in which the peer posts the matching op instead (-1: none).
+  int64_t match_round = -1;
+  /// Race: the senders of the two receives that write `blocks` on `rank` in `round`.
+  int64_t race_peers[2] = {-1, -1};
+  /// Contribution errors: the ranks whose contribution is missing or counted twice.
+  std::vector<int64_t> missing_ranks, doubled_ranks;
+  /// Postcondition errors: the round that last wrote the block (-1: never written).
+  int64_t write_round = -1;
+  std::string message;  ///< the error's message, as in the diagnostic
+};
+
+/// "deadlock", "race", "double-count", ... (the kinds of tests/mutations), "" for none.
+const char* counterexample_kind_name(Counterexample::Kind k);
+
 struct VerifyResult {
   bool ok = false;
+  Counterexample counterexample;  ///< kind none when ok
   /// Every final reduction combines contributions in rank order 0..p-1 (valid for
   /// non-commutative operators). True for collectives that do not reduce.
   bool order_preserving = true;
