@@ -64,6 +64,7 @@
 #include "bine/blockset.hpp"
 #include "bine/builtins.hpp"
 #include "bine/collective.hpp"
+#include "bine/mpi_transport.hpp"
 
 namespace bine::mpi {
 
@@ -72,8 +73,6 @@ inline constexpr uint64_t kMaxChunk = BINE_MAX_CHUNK;
 #else
 inline constexpr uint64_t kMaxChunk = INT_MAX;
 #endif
-/// Point-to-point tag used by generated collectives on the user's communicator.
-inline constexpr int kTag = 27422;
 
 /// Bytes of the per-thread error text, terminating NUL included (longer texts are cut).
 inline constexpr size_t kErrorTextBytes = 512;
@@ -98,15 +97,19 @@ struct PRange {
 };
 using PRanges = std::initializer_list<PRange>;
 
-/// Rank-local state of one call of a generated collective.
-class Context {
+/// Rank-local state of one call of a generated collective: the MPI front end (begin_*:
+/// the collectives' arguments), the round pipeline (folds, rounds, mirror, segmentation,
+/// reduction order) and, under it, a Transport (bine/mpi_transport.hpp documents the
+/// interface) that moves and combines contiguous element ranges.
+template <class Transport = MpiTransport>
+class BasicContext {
  public:
   /// `name`: the generated function's name, the first word of every error text (static
   /// storage, e.g. a string literal).
-  explicit Context(const char* name = "bine") : name_(name) {}
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-  ~Context() { release_pending(); }
+  explicit BasicContext(const char* name = "bine") : name_(name) {}
+  BasicContext(const BasicContext&) = delete;
+  BasicContext& operator=(const BasicContext&) = delete;
+  ~BasicContext() { release_pending(); }
 
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
   /// recvbuf (count elements); sendbuf is never written.
@@ -575,7 +578,7 @@ class Context {
     for (const Pending& pd : pending_) any_early |= pd.early;
     int rc;
     if (!any_early) {
-      rc = MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+      rc = transport_.wait_all(requests_.data(), int(requests_.size()));
       requests_.clear();
       pieces_.clear();
       return rc;
@@ -584,9 +587,9 @@ class Context {
     int left = int(requests_.size());
     while (left > 0) {
       int outcount = 0;
-      rc = MPI_Waitsome(int(requests_.size()), requests_.data(), &outcount, done.data(), MPI_STATUSES_IGNORE);
+      rc = transport_.wait_some(requests_.data(), int(requests_.size()), &outcount, done.data());
       if (rc != MPI_SUCCESS) return rc;
-      if (outcount == MPI_UNDEFINED) break;
+      if (outcount < 0) break;
       for (int i = 0; i < outcount; ++i) {
         const Piece& pc = pieces_[size_t(done[size_t(i)])];
         if (pc.pending >= 0 && pending_[size_t(pc.pending)].early)
@@ -619,9 +622,9 @@ class Context {
             char* t = src + d * elem_bytes_;
             int rc;
             if (pd.peer < rank_) {
-              rc = MPI_Reduce_local(t, dd, int(c), datatype_, op_);
+              rc = transport_.reduce_local(t, dd, int(c));
             } else {
-              rc = MPI_Reduce_local(dd, t, int(c), datatype_, op_);
+              rc = transport_.reduce_local(dd, t, int(c));
               if (rc == MPI_SUCCESS) std::memcpy(dd, t, c * elem_bytes_);
             }
             if (rc != MPI_SUCCESS) return rc;
@@ -717,7 +720,9 @@ class Context {
     own_.reset(new char[bytes > 0 ? bytes : 1]);
     return own_.get();
   }
-  void announce() const {
+  /// The call's arguments are known: binds the transport, then runs the testing hook.
+  void announce() {
+    transport_.bind(comm_, datatype_, op_);
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
   /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
@@ -776,7 +781,7 @@ class Context {
   /// set of several ranges is packed into scratch (send) or received into scratch and
   /// unpacked after the wait; so are receives that reduce, and copies into blocks a send of
   /// the same round reads.
-  void transfer(const Op& op, const BlockSet& sent, const BlockSet& touched) {
+  int transfer(const Op& op, const BlockSet& sent, const BlockSet& touched) {
     const uint64_t B = uint64_t(geometry_blocks());
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     uint64_t total = 0;
@@ -787,7 +792,7 @@ class Context {
       ranges.push_back({off, cnt});
       total += cnt;
     }
-    if (ranges.empty()) return;
+    if (ranges.empty()) return MPI_SUCCESS;
     const bool single = ranges.size() == 1;
     char* base = static_cast<char*>(buf_) + ranges.front().first * elem_bytes_;
     if (!op.is_recv && !single) {
@@ -813,12 +818,12 @@ class Context {
       const int c = int(total - done < piece ? total - done : piece);
       char* ptr = base + done * elem_bytes_;
       pieces_.push_back({pending, done, uint64_t(c)});
-      requests_.emplace_back();
-      if (op.is_recv)
-        MPI_Irecv(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
-      else
-        MPI_Isend(ptr, c, datatype_, int(op.real_peer), kTag, comm_, &requests_.back());
+      requests_.push_back(Transport::null_request());
+      const int rc = op.is_recv ? transport_.post_recv(ptr, c, int(op.real_peer), &requests_.back())
+                                : transport_.post_send(ptr, c, int(op.real_peer), &requests_.back());
+      if (rc != MPI_SUCCESS) return rc;
     }
+    return MPI_SUCCESS;
   }
   /// Element ranges (offset, count) of a block set in the working buffer, scratch included.
   std::vector<std::pair<uint64_t, uint64_t>> element_ranges(const BlockSet& set) const {
@@ -849,7 +854,7 @@ class Context {
       char* src = base + (from[i].first + di) * elem_bytes_;
       char* dst = base + (to[j].first + dj) * elem_bytes_;
       if (op.reduce) {
-        const int rc = MPI_Reduce_local(src, dst, int(c), datatype_, op_);
+        const int rc = transport_.reduce_local(src, dst, int(c));
         if (rc != MPI_SUCCESS) return rc;
       } else {
         std::memmove(dst, src, c * elem_bytes_);
@@ -874,11 +879,7 @@ class Context {
     }
   }
   void release_pending() {
-    for (MPI_Request& rq : requests_)
-      if (rq != MPI_REQUEST_NULL) {
-        MPI_Cancel(&rq);
-        MPI_Request_free(&rq);
-      }
+    for (typename Transport::Request& rq : requests_) transport_.cancel(&rq);
     requests_.clear();
     pieces_.clear();
   }
@@ -901,7 +902,10 @@ class Context {
       if (op.is_recv && op.reduce)
         for (size_t j = 0; j < round_posts_.size(); ++j)
           if (j != i && round_posts_[j].is_recv && !round_posts_[j].local) touched = touched | round_posts_[j].set;
-      transfer(op, sent, touched);
+      if (const int rc = transfer(op, sent, touched); rc != MPI_SUCCESS) {
+        round_posts_.clear();
+        return rc;  // the requests posted so far are cancelled by release_pending()
+      }
     }
     round_posts_.clear();
     int rc = complete_round();
@@ -1066,7 +1070,8 @@ class Context {
   FoldKind fold_ = FoldKind::none;
   bool active_ = true;
   int64_t extra_ = 0, vrank_ = 0, vsize_ = 1, vroot_ = 0, fold_partner_ = -1;
-  std::vector<MPI_Request> requests_;
+  Transport transport_;
+  std::vector<typename Transport::Request> requests_;
   std::vector<std::vector<char>> scratch_;
   std::vector<Pending> pending_;
   std::vector<Piece> pieces_;    ///< what each request of requests_ carries
@@ -1091,5 +1096,8 @@ class Context {
   bool fused_done_ = false;    ///< the epilogue was fused with it
   BlockSet first_sent_, first_kept_;  ///< of this rank's virtual rank in the body's first round
 };
+
+/// The context generated code uses: the round pipeline over MPI point-to-point.
+using Context = BasicContext<MpiTransport>;
 
 }  // namespace bine::mpi

@@ -1,0 +1,69 @@
+// bine/mpi_transport.hpp: the MPI transport under the round pipeline of bine/mpi_runtime.hpp.
+//
+// A transport is what the runtime needs from a network, and nothing more (docs/targets.md,
+// "Transports"). The round pipeline (bine::mpi::BasicContext<Transport>) decides which
+// blocks go where in which round, packs, segments, buffers and orders reductions; the
+// transport only moves and combines contiguous element ranges:
+//
+//   using Request = ...;                    a handle of one posted transfer
+//   static Request null_request();          a completed / never-posted handle
+//   void bind(MPI_Comm, MPI_Datatype, MPI_Op)   the call's communicator, element type, operator
+//   int post_send(const void* data, int count, int peer, Request* r)
+//   int post_recv(void* data, int count, int peer, Request* r)
+//                                           count: elements of the bound type (1..kMaxChunk);
+//                                           peer: a rank of the bound communicator
+//   int wait_all(Request* r, int n)         every request completes
+//   int wait_some(Request* r, int n, int* done, int* indices)
+//                                           at least one completes; *done = -1 when none is
+//                                           left to wait for
+//   int reduce_local(const void* in, void* inout, int count)
+//                                           inout = in op inout, element by element (MPI_Reduce_local)
+//   void cancel(Request* r)                 abandons a posted request (error paths)
+//
+// Every int result is MPI_SUCCESS or an MPI error code: a transport over another API maps
+// its errors to MPI error classes (the generated functions' contract). Messages of one
+// (peer, round) must match in posting order (MPI's non-overtaking rule on one tag).
+#pragma once
+#include <mpi.h>
+
+namespace bine::mpi {
+
+/// Point-to-point tag used by generated collectives on the user's communicator.
+inline constexpr int kTag = 27422;
+
+/// Non-blocking MPI point-to-point on the user's communicator with tag kTag.
+class MpiTransport {
+ public:
+  using Request = MPI_Request;
+  static Request null_request() { return MPI_REQUEST_NULL; }
+  void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
+    comm_ = comm;
+    type_ = type;
+    op_ = op;
+  }
+  int post_send(const void* data, int count, int peer, Request* r) {
+    return MPI_Isend(data, count, type_, peer, kTag, comm_, r);
+  }
+  int post_recv(void* data, int count, int peer, Request* r) {
+    return MPI_Irecv(data, count, type_, peer, kTag, comm_, r);
+  }
+  int wait_all(Request* r, int n) { return MPI_Waitall(n, r, MPI_STATUSES_IGNORE); }
+  int wait_some(Request* r, int n, int* done, int* indices) {
+    const int rc = MPI_Waitsome(n, r, done, indices, MPI_STATUSES_IGNORE);
+    if (rc == MPI_SUCCESS && *done == MPI_UNDEFINED) *done = -1;
+    return rc;
+  }
+  int reduce_local(const void* in, void* inout, int count) { return MPI_Reduce_local(in, inout, count, type_, op_); }
+  void cancel(Request* r) {
+    if (*r == MPI_REQUEST_NULL) return;
+    MPI_Cancel(r);
+    MPI_Request_free(r);
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  MPI_Op op_ = MPI_OP_NULL;
+};
+
+}  // namespace bine::mpi
