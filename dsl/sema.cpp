@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -758,13 +759,25 @@ bool load_program_text(const std::string& name, const std::string& text, Program
 
 bool load_program(const std::vector<std::string>& paths, Program& program, DiagnosticSink& diags) {
   const size_t before = diags.error_count();
+  bool stdin_read = false;
   for (const std::string& path : paths) {
+    std::stringstream ss;
+    if (path == "-") {  // standard input, named <stdin> in diagnostics; read once
+      if (stdin_read) {
+        diags.error(Span{}, "'-' (standard input) given twice");
+        continue;
+      }
+      stdin_read = true;
+      ss << std::cin.rdbuf();
+      program.files.push_back(std::make_unique<SourceFile>("<stdin>", ss.str()));
+      parse_file(*program.files.back(), program, diags);
+      continue;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       diags.error(Span{}, "cannot open '" + path + "'");
       continue;
     }
-    std::stringstream ss;
     ss << in.rdbuf();
     program.files.push_back(std::make_unique<SourceFile>(path, ss.str()));
     parse_file(*program.files.back(), program, diags);

@@ -1,5 +1,6 @@
 #include "check.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "instantiate.h"
@@ -27,8 +28,8 @@ std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOpti
     for (int64_t r = 0; r < p; ++r) roots.push_back(r);
     return roots;
   }
-  for (int64_t r : {int64_t(0), int64_t(1), p / 2, p - 1})
-    if (roots.empty() || roots.back() != r) roots.push_back(r);
+  for (int64_t r : {int64_t(0), int64_t(1), p / 2, p - 1})  // distinct, in 0..p-1 (p = 1, 2: fewer)
+    if (r < p && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
   return roots;
 }
 

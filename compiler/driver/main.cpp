@@ -33,6 +33,18 @@ void print_diags(const DiagnosticSink& d, const std::string& format) {
     std::cerr << d.error_count() << " error" << (d.error_count() == 1 ? "" : "s") << " generated.\n";
 }
 
+/// An error without a source location ("bine-cc: error: MSG" on stderr), in the chosen
+/// diagnostics format: with json, one JSON diagnostic instead of text.
+void report_error(const std::string& format, const std::string& msg) {
+  if (format == "json") {
+    DiagnosticSink d;
+    d.error(Span{}, msg);
+    print_diags(d, format);
+    return;
+  }
+  std::cerr << "bine-cc: error: " << msg << "\n";
+}
+
 bool parse_ranks(const std::string& s, int64_t& lo, int64_t& hi) {
   try {
     const size_t dots = s.find("..");
@@ -116,6 +128,11 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     return 1;
   }
   const auto todo = selected(prog, c.only, diags);
+  if (prog.schedules.empty()) {  // located at the start of the first file
+    Span start;
+    if (!prog.files.empty()) start = Span{prog.files.front().get(), 0, 0, 1, 1};
+    diags.error(start, "no schedule in the input files: nothing to verify");
+  }
   bool all_ok = !diags.has_errors();
   CheckReport failed;  ///< the first failing schedule's report (check --draw)
   std::string failed_name;
@@ -209,7 +226,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     }
     std::ofstream f(out + file.suffix, std::ios::binary);
     if (!(f << file.text)) {
-      std::cerr << "bine-cc: error: cannot write '" << out + file.suffix << "'\n";
+      report_error(c.format, "cannot write '" + out + file.suffix + "'");
       return 1;
     }
   }
@@ -238,7 +255,7 @@ int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, Diagn
   std::string unmet;
   const InstStatus st = instantiate(prog, s, {p, root, force_commutative || default_commutative(s)}, sch, diags, &unmet);
   if (st == InstStatus::not_applicable) {
-    std::cerr << "bine-cc: error: schedule '" << s.name << "' does not apply to p=" << p << ": requires " << unmet << "\n";
+    report_error(c.format, "schedule '" + s.name + "' does not apply to p=" + std::to_string(p) + ": requires " + unmet);
     return 1;
   }
   if (st != InstStatus::ok) {
@@ -334,9 +351,12 @@ int main(int argc, char** argv) {
       "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n",
       "bine-cc"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("bine-cc ") + BINE_CC_VERSION);
   Common common;
   auto add_common = [&](CLI::App* sc) {
-    sc->add_option("files", common.files, ".bine source files")->required()->check(CLI::ExistingFile);
+    sc->add_option("files", common.files, ".bine source files ('-': standard input)")
+        ->required()
+        ->check(CLI::Validator([](std::string& f) { return f == "-" ? std::string() : CLI::ExistingFile(f); }, "FILE|-"));
     sc->add_option("--schedule", common.only, "only these schedules (repeatable)");
     sc->add_option("--diagnostics-format", common.format, "text (clang style) or json")
         ->check(CLI::IsMember({"text", "json"}));
@@ -393,12 +413,15 @@ int main(int argc, char** argv) {
   drw->add_flag("--verify", dcli.verify, "also verify the instance and highlight its counterexample");
 
   CostOptions copt;
+  // Unsigned options: CLI11 would wrap "-1" to 2^64 - 1.
+  const CLI::Validator non_negative(
+      [](std::string& v) { return v.empty() || v[0] != '-' ? std::string() : "must be 0 or more, got " + v; }, "N >= 0");
   CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
   add_common(cost);
   cost->add_option("-p", copt.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cost->add_option("--root", copt.root, "root rank (rooted collectives)");
-  cost->add_option("--bytes", copt.bytes, "vector size n in bytes")->required();
-  cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)");
+  cost->add_option("--bytes", copt.bytes, "vector size n in bytes")->required()->check(non_negative);
+  cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)")->check(non_negative);
   cost->add_option("--alpha", copt.params.alpha, "latency per message")->required();
   cost->add_option("--beta", copt.params.beta, "time per byte")->required();
   cost->add_option("--gamma", copt.params.gamma, "time per element reduced")->required();
@@ -419,6 +442,17 @@ int main(int argc, char** argv) {
   std::string stale_ranks;
   for (CLI::App* sc : {sched, cost, drw}) sc->add_option("--ranks", stale_ranks)->group("");
 
+  // An unknown command is named (CLI11 would only say that a subcommand is required).
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sc : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sc->get_name();
+    known |= argc > 1 && sc->get_name() == argv[1];
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   const char* verb = sched->parsed() ? "schedule" : cost->parsed() ? "cost" : "draw";
   if ((sched->parsed() || cost->parsed() || drw->parsed()) && !stale_ranks.empty()) {
@@ -428,6 +462,11 @@ int main(int argc, char** argv) {
   }
   if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0) || (drw->parsed() && dcli.p == 0)) {
     std::cerr << "bine-cc: error: " << verb << " needs a process count: -p N\n";
+    return 2;
+  }
+  if (check->parsed() && all_roots_up_to < 0) {
+    std::cerr << "bine-cc: error: --all-roots-up-to must be 0 or more (0: roots 0, 1, p/2, p-1 at every p), got "
+              << all_roots_up_to << "\n";
     return 2;
   }
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The command line's contract for bad or unusual invocations (docs/cli.md).
+
+Usage: run.py BINE_CC SOURCE_DIR
+
+Each case runs bine-cc and checks the exit status and what it prints: errors name what is
+wrong, --diagnostics-format json never prints text, '-' reads standard input, --version
+prints the project version of CMakeLists.txt. Exit 0 when every case passes.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def run(bine, args, cwd, stdin=None):
+    r = subprocess.run([bine, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def main():
+    bine, src = sys.argv[1], sys.argv[2]
+    failures = []
+
+    def case(name, args, rc, err=None, out=None, stdin=None, json_stderr=False):
+        got_rc, got_out, got_err = run(bine, args, src, stdin)
+        problems = []
+        if got_rc != rc:
+            problems.append(f"exit {got_rc}, expected {rc}")
+        if err is not None and not re.search(err, got_err):
+            problems.append(f"stderr {got_err!r} lacks /{err}/")
+        if out is not None and not re.search(out, got_out):
+            problems.append(f"stdout {got_out[:200]!r} lacks /{out}/")
+        if json_stderr:
+            try:
+                diags = json.loads(got_err)
+                if not isinstance(diags, list) or not diags:
+                    problems.append("JSON diagnostics: not a non-empty array")
+            except json.JSONDecodeError:
+                problems.append(f"stderr is not JSON: {got_err!r}")
+        print(("FAIL " if problems else "PASS ") + name + ("" if not problems else ": " + "; ".join(problems)))
+        if problems:
+            failures.append(name)
+        return got_out
+
+    version = re.search(r"project\(bine_cc VERSION ([0-9.]+)", open(os.path.join(src, "CMakeLists.txt")).read()).group(1)
+    case("--version prints the project version", ["--version"], 0, out=rf"^bine-cc {re.escape(version)}\n$")
+    case("an unknown command is named", ["frobnicate", "x"], 2, err=r"unknown command 'frobnicate' \(commands: .*check")
+    case("schedule without -p", ["schedule", "dsl/lib/bine_bcast.bine"], 2, err=r"schedule needs a process count: -p N")
+    case("schedule --ranks N is refused with the right spelling",
+         ["schedule", "dsl/lib/bine_bcast.bine", "--ranks", "4"], 2, err=r"-p N; --ranks A\.\.B is the range of check")
+    case("schedule -p abc blames -p", ["schedule", "dsl/lib/bine_bcast.bine", "-p", "abc"], 105, err=r"^-p:")
+    case("--all-roots-up-to negative", ["check", "dsl/lib/bine_bcast.bine", "--all-roots-up-to", "-1"], 2,
+         err=r"--all-roots-up-to must be 0 or more")
+    # Roots sampled at every p: 0, 1, p/2, p-1, distinct and below p (p = 1: 1, p = 2: 2,
+    # p = 3: 3 roots), so bine_bcast_lat has 1 + 2 + 3 = 6 instances and none is invalid.
+    case("--all-roots-up-to 0 samples valid roots at small p",
+         ["check", "dsl/lib/bine_bcast.bine", "--schedule", "bine_bcast_lat", "--ranks", "1..3", "--all-roots-up-to", "0"],
+         0, out=r"verified p=1\.\.3, 6 instances")
+    case("cost --bytes -1 does not wrap", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
+                                           "--bytes", "-1", "--alpha", "1", "--beta", "1", "--gamma", "1"],
+         105, err=r"--bytes: must be 0 or more, got -1")
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty.bine")
+        open(empty, "w").close()
+        case("an empty input is an error, not a silent OK", ["check", empty], 1, err=r"no schedule in the input files")
+    case("json: a schedule that does not apply",
+         ["schedule", "dsl/lib/alltoall.bine", "--schedule", "bine_alltoall", "-p", "3", "--diagnostics-format", "json"],
+         1, json_stderr=True)
+    case("json: an output file that cannot be written",
+         ["compile", "dsl/lib/alltoall.bine", "-o", "/nonexistent/dir/x.h", "--diagnostics-format", "json"],
+         1, json_stderr=True)
+    case("text: an output file that cannot be written",
+         ["compile", "dsl/lib/alltoall.bine", "-o", "/nonexistent/dir/x.h"], 1, err=r"^bine-cc: error: cannot write")
+    text = open(os.path.join(src, "dsl/lib/bine_bcast.bine")).read()
+    from_file = case("check FILE", ["check", "dsl/lib/bine_bcast.bine", "--ranks", "1..8"], 0, out=r"verified")
+    from_stdin = case("check - reads standard input", ["check", "-", "--ranks", "1..8"], 0, out=r"verified", stdin=text)
+    if from_file != from_stdin:
+        print("FAIL check - and check FILE differ")
+        failures.append("stdin")
+    case("stdin diagnostics are named <stdin>", ["check", "-"], 1, err=r"<stdin>:1:", stdin="schedule x implements {\n")
+    print(f"cli: {'PASS' if not failures else 'FAIL'} ({len(failures)} failure(s))")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
