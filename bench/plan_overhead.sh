@@ -8,13 +8,13 @@
 # On a machine with fewer cores than ranks (oversubscribed) the times are software overhead,
 # not network behaviour.
 # usage: bench/plan_overhead.sh [BINARY] [PROCESS_COUNTS]   (default: build/bench/bench_plan_overhead "2 4")
-#   REPS=N          repetitions up to 4 KiB (N/4 at 64 KiB, N/10 at 1 MiB; default 400)
+#   REPS=N          repetitions up to 4 KiB (N/4 at 64 KiB, N/10 at 1 MiB; default 2000)
 #   MPIRUN_ARGS=..  extra mpirun arguments
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/bench/bench_plan_overhead}
 procs=${2:-"2 4"}
-reps=${REPS:-400}
+reps=${REPS:-2000}
 if [ ! -x "$bin" ]; then
   echo "plan_overhead.sh: $bin not found; build it: cmake --build build -j2 --target bench_plan_overhead" >&2
   exit 2
