@@ -113,77 +113,59 @@ int rank = 0, size = 1;
 /// The target for the ratio at this size, 0 when the size is reported only.
 double target(size_t bytes) { return bytes <= 4096 ? 1.10 : bytes == (size_t(1) << 20) ? 1.05 : 0.0; }
 
-/// One (collective, schedule) at one size: the generated call, MPI's, and a check that
-/// both left the same result.
+/// One (collective, schedule) at one size: the generated call and MPI's, over g_buf.
 struct Calls {
   int (*bine)() = nullptr;  ///< returns the generated function's rc
   void (*mpi)() = nullptr;
-  bool (*same)() = nullptr;
 };
 
-/// Buffers of one size: inputs `in`, outputs `out_bine` and `out_mpi`, counts in ints.
+/// Buffers of one size: input `in`, outputs `out_bine` and `out_mpi`, counts in ints.
 struct Buffers {
-  size_t n = 0;   ///< ints per vector (allreduce, bcast) or per rank's block (allgather, alltoall)
+  size_t n = 0;  ///< ints per vector (allreduce, bcast) or per rank's block (allgather, alltoall)
   std::vector<int> in, out_bine, out_mpi;
 };
 
-Buffers g_buf;                       ///< the buffers of the size being measured
+Buffers g_buf;  ///< the buffers of the size being measured
 int (*g_allreduce)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm) = nullptr;
 int (*g_bcast)(void*, size_t, MPI_Datatype, int, MPI_Comm) = nullptr;
-int (*g_allgather)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm) = nullptr;
-int (*g_alltoall)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm) = nullptr;
-
-bool outputs_equal() { return g_buf.out_bine == g_buf.out_mpi; }
+/// allgather and alltoall share the signature, generated and MPI's alike.
+int (*g_blocks)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm) = nullptr;
+int (*g_mpi_blocks)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm) = nullptr;
 
 Calls allreduce_calls() {
   Calls c;
   c.bine = []() { return g_allreduce(g_buf.in.data(), g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); };
   c.mpi = []() { MPI_Allreduce(g_buf.in.data(), g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_SUM, MPI_COMM_WORLD); };
-  c.same = outputs_equal;
   return c;
 }
-// bcast: each side broadcasts its own buffer from root 0; the check re-fills both first.
+/// bcast: each side broadcasts its own output buffer from root 0.
 Calls bcast_calls() {
   Calls c;
   c.bine = []() { return g_bcast(g_buf.out_bine.data(), g_buf.n, MPI_INT, 0, MPI_COMM_WORLD); };
   c.mpi = []() { MPI_Bcast(g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, 0, MPI_COMM_WORLD); };
-  c.same = outputs_equal;
   return c;
 }
-Calls allgather_calls() {
+/// allgather, alltoall: blocks of n ints, through g_blocks and g_mpi_blocks.
+Calls block_calls() {
   Calls c;
-  c.bine = []() {
-    return g_allgather(g_buf.in.data(), g_buf.n, MPI_INT, g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_COMM_WORLD);
-  };
+  c.bine = []() { return g_blocks(g_buf.in.data(), g_buf.n, MPI_INT, g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_COMM_WORLD); };
   c.mpi = []() {
-    MPI_Allgather(g_buf.in.data(), int(g_buf.n), MPI_INT, g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_COMM_WORLD);
+    g_mpi_blocks(g_buf.in.data(), int(g_buf.n), MPI_INT, g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_COMM_WORLD);
   };
-  c.same = outputs_equal;
-  return c;
-}
-Calls alltoall_calls() {
-  Calls c;
-  c.bine = []() {
-    return g_alltoall(g_buf.in.data(), g_buf.n, MPI_INT, g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_COMM_WORLD);
-  };
-  c.mpi = []() {
-    MPI_Alltoall(g_buf.in.data(), int(g_buf.n), MPI_INT, g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_COMM_WORLD);
-  };
-  c.same = outputs_equal;
   return c;
 }
 
 /// Finds `schedule` (with or without the bcc_ prefix) of `collective` in the generated
 /// registry and sets its function pointer; false when there is no such schedule.
+/// `in_per_n`, `out_per_n`: ints of the input and of each output per n (0: one int).
 bool pick_schedule(const std::string& collective, const std::string& schedule, Calls& calls, size_t& in_per_n,
-            size_t& out_per_n, int& applicable) {
+                   size_t& out_per_n, int& applicable) {
   const std::string fn = schedule.rfind("bcc_", 0) == 0 ? schedule : "bcc_" + schedule;
 #define BENCH_PICK(var, f, o, s) \
   if (fn == #f) var = f, applicable = f##_applicable(size);
 #define BENCH_AR(f, o, s) BENCH_PICK(g_allreduce, f, o, s)
 #define BENCH_BC(f, o, s) BENCH_PICK(g_bcast, f, o, s)
-#define BENCH_AG(f, o, s) BENCH_PICK(g_allgather, f, o, s)
-#define BENCH_A2A(f, o, s) BENCH_PICK(g_alltoall, f, o, s)
+#define BENCH_BLOCKS(f, o, s) BENCH_PICK(g_blocks, f, o, s)
   const size_t p = size_t(size);
   if (collective == "allreduce") {
     BCC_ALLREDUCE_SCHEDULES(BENCH_AR)
@@ -196,20 +178,21 @@ bool pick_schedule(const std::string& collective, const std::string& schedule, C
     return g_bcast != nullptr;
   }
   if (collective == "allgather") {
-    BCC_ALLGATHER_SCHEDULES(BENCH_AG)
-    calls = allgather_calls(), in_per_n = 1, out_per_n = p;
-    return g_allgather != nullptr;
+    BCC_ALLGATHER_SCHEDULES(BENCH_BLOCKS)
+    g_mpi_blocks = MPI_Allgather;
+    calls = block_calls(), in_per_n = 1, out_per_n = p;
+    return g_blocks != nullptr;
   }
   if (collective == "alltoall") {
-    BCC_ALLTOALL_SCHEDULES(BENCH_A2A)
-    calls = alltoall_calls(), in_per_n = p, out_per_n = p;
-    return g_alltoall != nullptr;
+    BCC_ALLTOALL_SCHEDULES(BENCH_BLOCKS)
+    g_mpi_blocks = MPI_Alltoall;
+    calls = block_calls(), in_per_n = p, out_per_n = p;
+    return g_blocks != nullptr;
   }
 #undef BENCH_PICK
 #undef BENCH_AR
 #undef BENCH_BC
-#undef BENCH_AG
-#undef BENCH_A2A
+#undef BENCH_BLOCKS
   return false;
 }
 
@@ -345,7 +328,7 @@ int main(int argc, char** argv) {
     fill_inputs(collective);
     const int rc = calls.bine();
     calls.mpi();
-    int ok = rc == MPI_SUCCESS && calls.same();
+    int ok = rc == MPI_SUCCESS && g_buf.out_bine == g_buf.out_mpi;
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) std::fprintf(stderr, "rank %d: %s\n", rank, bcc_last_error());
     for (int i = 0; i < kWarmup; ++i) calls.bine(), calls.mpi();
