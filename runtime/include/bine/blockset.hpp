@@ -29,6 +29,70 @@ inline uint64_t buffer_block_begin(uint64_t n, uint64_t B, uint64_t i) {
   return (i / B) * n + block_begin(n, B, i % B);
 }
 
+/// The ranges of a BlockSet, in order: up to kInline of them stored in the object itself,
+/// so the sets schedules name most (one range, or two for a wrapping range) cost no heap
+/// allocation; longer lists live on the heap. A minimal vector: iteration, indexing,
+/// front/back, push_back, equality.
+class RangeList {
+ public:
+  using value_type = std::pair<int64_t, int64_t>;
+  static constexpr size_t kInline = 2;
+
+  RangeList() = default;
+  RangeList(const RangeList&) = default;
+  RangeList& operator=(const RangeList&) = default;
+  /// A moved-from list is empty.
+  RangeList(RangeList&& o) noexcept : heap_(std::move(o.heap_)), n_(o.n_) {
+    std::copy(o.inline_, o.inline_ + kInline, inline_);
+    o.heap_.clear();
+    o.n_ = 0;
+  }
+  RangeList& operator=(RangeList&& o) noexcept {
+    if (this != &o) {
+      heap_ = std::move(o.heap_);
+      n_ = o.n_;
+      std::copy(o.inline_, o.inline_ + kInline, inline_);
+      o.heap_.clear();
+      o.n_ = 0;
+    }
+    return *this;
+  }
+
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  const value_type* begin() const { return data(); }
+  const value_type* end() const { return data() + n_; }
+  value_type* begin() { return data(); }
+  value_type* end() { return data() + n_; }
+  const value_type& operator[](size_t i) const { return data()[i]; }
+  value_type& operator[](size_t i) { return data()[i]; }
+  const value_type& front() const { return data()[0]; }
+  const value_type& back() const { return data()[n_ - 1]; }
+  value_type& back() { return data()[n_ - 1]; }
+  void push_back(const value_type& r) {
+    if (heap_.empty() && n_ < kInline) {
+      inline_[n_++] = r;
+      return;
+    }
+    if (heap_.empty()) {  // spill the inline ranges
+      heap_.reserve(2 * kInline);
+      heap_.assign(inline_, inline_ + n_);
+    }
+    heap_.push_back(r);
+    ++n_;
+  }
+  friend bool operator==(const RangeList& x, const RangeList& y) {
+    return x.n_ == y.n_ && std::equal(x.begin(), x.end(), y.begin());
+  }
+
+ private:
+  const value_type* data() const { return heap_.empty() ? inline_ : heap_.data(); }
+  value_type* data() { return heap_.empty() ? inline_ : heap_.data(); }
+  value_type inline_[kInline];
+  std::vector<value_type> heap_;  ///< all the ranges once there are more than kInline
+  size_t n_ = 0;
+};
+
 class BlockSet {
  public:
   using Range = std::pair<int64_t, int64_t>;  ///< [lo, hi) of block indices
@@ -72,13 +136,13 @@ class BlockSet {
     return s;
   }
 
-  /// Union.
+  /// Union: a merge of the two sorted range lists (no temporary list).
   friend BlockSet operator|(const BlockSet& x, const BlockSet& y) {
     BlockSet s;
-    std::vector<Range> all = x.ranges_;
-    all.insert(all.end(), y.ranges_.begin(), y.ranges_.end());
-    std::sort(all.begin(), all.end());
-    for (const Range& r : all) {
+    size_t i = 0, j = 0;
+    while (i < x.ranges_.size() || j < y.ranges_.size()) {
+      const bool from_x = j == y.ranges_.size() || (i < x.ranges_.size() && x.ranges_[i] < y.ranges_[j]);
+      const Range r = from_x ? x.ranges_[i++] : y.ranges_[j++];
       if (!s.ranges_.empty() && r.first <= s.ranges_.back().second)
         s.ranges_.back().second = std::max(s.ranges_.back().second, r.second);
       else
@@ -127,7 +191,8 @@ class BlockSet {
       if (i >= r.first && i < r.second) return true;
     return false;
   }
-  const std::vector<Range>& ranges() const { return ranges_; }
+  /// The normalized ranges, in increasing order.
+  const RangeList& ranges() const { return ranges_; }
   /// The set with every block index moved up by d (d >= 0): blocks S of buffer j are
   /// shifted(S, j * B).
   BlockSet shifted(int64_t d) const {
@@ -152,7 +217,7 @@ class BlockSet {
     if (a < b) s.ranges_.push_back({a, b});
     return s;
   }
-  std::vector<Range> ranges_;
+  RangeList ranges_;
 };
 
 }  // namespace bine

@@ -91,6 +91,68 @@ inline void (*&working_buffer_hook())(const void*, uint64_t, uint64_t) {
   static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
   return hook;
 }
+/// Byte buffers of the calling thread, kept between calls of generated collectives so that
+/// a repeated call does not allocate (and, for large messages, map and zero fresh pages)
+/// its working buffer and its scratch memory again. Buffers are uninitialized. A buffer
+/// above kRetainBytes is freed when released; at most kRetainTotal bytes stay kept.
+class BufferPool {
+ public:
+  static constexpr uint64_t kRetainBytes = uint64_t(64) << 20;
+  static constexpr uint64_t kRetainTotal = uint64_t(256) << 20;
+  /// The calling thread's pool.
+  static BufferPool& local() {
+    static thread_local BufferPool pool;
+    return pool;
+  }
+  /// A free buffer of at least `bytes` bytes (the smallest that fits, else a new one), or
+  /// null when memory is exhausted. Release it with release().
+  char* acquire(uint64_t bytes) {
+    if (bytes == 0) bytes = 1;
+    Slot* best = nullptr;
+    for (Slot& sl : slots_)
+      if (!sl.used && sl.size >= bytes && (!best || sl.size < best->size)) best = &sl;
+    if (!best) {
+      for (Slot& sl : slots_)  // grow a free one that is too small rather than add a slot
+        if (!sl.used && (!best || sl.size > best->size)) best = &sl;
+      std::unique_ptr<char[]> data(new (std::nothrow) char[bytes]);
+      if (!data) return nullptr;
+      if (best) {
+        kept_ -= best->size;
+        best->data = std::move(data);
+        best->size = bytes;
+      } else {
+        slots_.push_back({std::move(data), bytes, false});
+        best = &slots_.back();
+      }
+      kept_ += bytes;
+    }
+    best->used = true;
+    return best->data.get();
+  }
+  /// Gives back a buffer of acquire() (null: nothing to do).
+  void release(char* data) {
+    if (!data) return;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].data.get() != data) continue;
+      slots_[i].used = false;
+      if (slots_[i].size > kRetainBytes || kept_ > kRetainTotal) {
+        kept_ -= slots_[i].size;
+        slots_.erase(slots_.begin() + long(i));
+      }
+      return;
+    }
+  }
+
+ private:
+  struct Slot {
+    std::unique_ptr<char[]> data;
+    uint64_t size;
+    bool used;
+  };
+  std::vector<Slot> slots_;
+  uint64_t kept_ = 0;  ///< bytes held by slots_
+};
+
 /// An inclusive range of process counts.
 struct PRange {
   int64_t lo, hi;
@@ -109,7 +171,12 @@ class BasicContext {
   explicit BasicContext(const char* name = "bine") : name_(name) {}
   BasicContext(const BasicContext&) = delete;
   BasicContext& operator=(const BasicContext&) = delete;
-  ~BasicContext() { release_pending(); }
+  ~BasicContext() {
+    release_pending();
+    release_scratch();
+    BufferPool::local().release(own_);
+    BufferPool::local().release(ext_);
+  }
 
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
   /// recvbuf (count elements); sendbuf is never written.
@@ -136,7 +203,7 @@ class BasicContext {
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (rank_ != root || recvbuf == nullptr) {
-      buf_ = own(count * elem_bytes_);
+      if (!(buf_ = own(count * elem_bytes_))) return no_memory(count * elem_bytes_);
     }
     if (count > 0 && src != buf_) std::memcpy(buf_, src, count * elem_bytes_);
     announce();
@@ -227,7 +294,7 @@ class BasicContext {
     blocked_ = true;
     block_elems_ = recvcount;
     count_ = recvcount * uint64_t(size_);
-    buf_ = own(count_ * elem_bytes_);
+    if (!(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (count_ > 0) std::memcpy(buf_, src, count_ * elem_bytes_);
     out_ = recvbuf;
@@ -416,13 +483,14 @@ class BasicContext {
     if (bytes > 0 && uint64_t(K) + 1 > UINT64_MAX / bytes)
       return fail(MPI_ERR_NO_MEM, "%lld scratch buffers of %llu bytes overflow the address space", (long long)K,
                   (unsigned long long)bytes);
-    ext_.reset(new (std::nothrow) char[(uint64_t(K) + 1) * bytes + 1]);
+    BufferPool::local().release(ext_);
+    ext_ = BufferPool::local().acquire((uint64_t(K) + 1) * bytes + 1);
     if (!ext_)
       return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
                   (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
-    if (bytes > 0) std::memcpy(ext_.get(), buf_, bytes);
+    if (bytes > 0) std::memcpy(ext_, buf_, bytes);
     vec_out_ = buf_;
-    buf_ = ext_.get();
+    buf_ = ext_;
     scratch_buffers_ = K;
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_ * (uint64_t(K) + 1));
     return MPI_SUCCESS;
@@ -604,7 +672,7 @@ class BasicContext {
   /// Applies elements [first, first + count) of a buffered receive (its message, laid out
   /// over pd.ranges in order): copied, or reduced with the lower rank's data on the left.
   int apply_pending(const Pending& pd, uint64_t first, uint64_t count) {
-    char* tmp = scratch_[pd.scratch].data();
+    char* tmp = scratch_[pd.scratch];
     uint64_t at = 0;  // message offset of the current range
     for (const auto& [off, cnt] : pd.ranges) {
       const uint64_t lo = first > at ? first : at;
@@ -687,8 +755,8 @@ class BasicContext {
     count_ = block_elems_ * uint64_t(size_);
     if (buf) {
       buf_ = buf;
-    } else {
-      buf_ = own(count_);
+    } else if (!(buf_ = own(count_))) {
+      return no_memory(count_);
     }
     return MPI_SUCCESS;
   }
@@ -714,11 +782,24 @@ class BasicContext {
       std::memcpy(static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_, sendbuf, block_elems_);
     return MPI_SUCCESS;
   }
-  /// Allocates the internal working buffer without zero-filling it: the schedule writes
-  /// every block it reads (the verifier checks that no rank sends data it does not hold).
+  /// The internal working buffer (from the thread's BufferPool, not zero-filled: the
+  /// schedule writes every block it reads, as the verifier checks); null when out of memory.
   char* own(uint64_t bytes) {
-    own_.reset(new char[bytes > 0 ? bytes : 1]);
-    return own_.get();
+    BufferPool::local().release(own_);
+    return own_ = BufferPool::local().acquire(bytes);
+  }
+  int no_memory(uint64_t bytes) const {
+    return fail(MPI_ERR_NO_MEM, "cannot allocate a working buffer of %llu bytes", (unsigned long long)bytes);
+  }
+  /// Scratch memory of one round (packed sends, buffered receives), from the BufferPool.
+  char* scratch(uint64_t bytes) {
+    char* m = BufferPool::local().acquire(bytes);
+    if (m) scratch_.push_back(m);
+    return m;
+  }
+  void release_scratch() {
+    for (char* m : scratch_) BufferPool::local().release(m);
+    scratch_.clear();
   }
   /// The call's arguments are known: binds the transport, then runs the testing hook.
   void announce() {
@@ -796,22 +877,22 @@ class BasicContext {
     const bool single = ranges.size() == 1;
     char* base = static_cast<char*>(buf_) + ranges.front().first * elem_bytes_;
     if (!op.is_recv && !single) {
-      scratch_.emplace_back(total * elem_bytes_);
-      char* w = scratch_.back().data();
+      char* w = scratch(total * elem_bytes_);
+      if (!w) return no_memory(total * elem_bytes_);
       for (const auto& [off, cnt] : ranges) {
         std::memcpy(w, static_cast<char*>(buf_) + off * elem_bytes_, cnt * elem_bytes_);
         w += cnt * elem_bytes_;
       }
-      base = scratch_.back().data();
+      base = scratch_.back();
     }
     int64_t pending = -1;
     if (op.is_recv && (op.reduce || !single || !(op.set & sent).empty())) {
-      scratch_.emplace_back(total * elem_bytes_);
+      if (!scratch(total * elem_bytes_)) return no_memory(total * elem_bytes_);
       // Early (piecewise) reduction only where nothing else of the round touches the blocks.
       const bool early = op.reduce && piece_elements() < total && (op.set & touched).empty();
       pending_.push_back({ranges, scratch_.size() - 1, op.real_peer, op.reduce, total, early});
       pending = int64_t(pending_.size()) - 1;
-      base = scratch_.back().data();
+      base = scratch_.back();
     }
     const uint64_t piece = piece_elements();
     for (uint64_t done = 0; done < total; done += piece) {
@@ -867,16 +948,22 @@ class BasicContext {
   /// Moves block j of the working buffer to block perm[j].
   void apply_permutation(const std::vector<int64_t>& perm) {
     const uint64_t B = uint64_t(geometry_blocks());
-    std::vector<char> copy(static_cast<char*>(buf_), static_cast<char*>(buf_) + count_ * elem_bytes_);
+    char* copy = BufferPool::local().acquire(count_ * elem_bytes_);
+    if (!copy) {
+      domain_error("permute: out of memory for a copy of the buffer");
+      return;
+    }
+    if (count_ > 0) std::memcpy(copy, buf_, count_ * elem_bytes_);
     for (size_t j = 0; j < perm.size(); ++j) {
       const uint64_t from = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - from;
       const uint64_t to = block_begin(count_, B, uint64_t(perm[j]));
       if (len != block_begin(count_, B, uint64_t(perm[j]) + 1) - to) {
         domain_error("permute moves a block into a block of another size");
-        return;
+        break;
       }
-      std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy.data() + from * elem_bytes_, len * elem_bytes_);
+      std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy + from * elem_bytes_, len * elem_bytes_);
     }
+    BufferPool::local().release(copy);
   }
   void release_pending() {
     for (typename Transport::Request& rq : requests_) transport_.cancel(&rq);
@@ -923,7 +1010,7 @@ class BasicContext {
     permutes_.clear();
     if ((rc = fail_domain()) != MPI_SUCCESS) return rc;
     pending_.clear();
-    scratch_.clear();
+    release_scratch();
     return MPI_SUCCESS;
   }
 
@@ -1052,8 +1139,8 @@ class BasicContext {
   const char* name_;            ///< the generated function's name (error texts)
   mutable bool failed_ = false; ///< fail() recorded this call's error text
   void* buf_ = nullptr;
-  std::unique_ptr<char[]> own_;  ///< internal working buffer, left uninitialized
-  std::unique_ptr<char[]> ext_;  ///< vector + scratch buffers (`scratch K`), when K > 0
+  char* own_ = nullptr;           ///< internal working buffer (BufferPool), left uninitialized
+  char* ext_ = nullptr;           ///< vector + scratch buffers (`scratch K`), when K > 0 (BufferPool)
   void* vec_out_ = nullptr;      ///< the vector's home when working in ext_: copied back by finish()
   int64_t scratch_buffers_ = 0;  ///< K
   uint64_t count_ = 0, elem_bytes_ = 1;
@@ -1072,7 +1159,7 @@ class BasicContext {
   int64_t extra_ = 0, vrank_ = 0, vsize_ = 1, vroot_ = 0, fold_partner_ = -1;
   Transport transport_;
   std::vector<typename Transport::Request> requests_;
-  std::vector<std::vector<char>> scratch_;
+  std::vector<char*> scratch_;   ///< this round's scratch memory (BufferPool), released at its end
   std::vector<Pending> pending_;
   std::vector<Piece> pieces_;    ///< what each request of requests_ carries
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
