@@ -265,12 +265,12 @@ int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, Diagn
   return 0;
 }
 
-int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verify_too) {
+int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verify_too, bool commutative) {
   DiagnosticSink diags;
   Program prog;
   Schedule sch;
   const ScheduleDecl* s = nullptr;
-  if (const int rc = load_instance(c, p, root, prog, diags, sch, &s)) return rc;
+  if (const int rc = load_instance(c, p, root, prog, diags, sch, &s, commutative)) return rc;
   if (verify_too) verify(sch, diags);
   std::cout << (json ? schedule_json(sch) : schedule_text(sch));
   print_diags(diags, c.format);
@@ -312,6 +312,7 @@ struct CostOptions {
   int64_t segment_bytes = -1;  ///< >= 0: overrides every round's `segment` size
   CostParams params;
   bool json = false;
+  bool commutative = false;  ///< instantiate with commutative = true
 };
 
 int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set) {
@@ -325,7 +326,7 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   Program prog;
   Schedule sch;
   const ScheduleDecl* decl = nullptr;
-  if (const int rc = load_instance(c, o.p, o.root, prog, diags, sch, &decl)) return rc;
+  if (const int rc = load_instance(c, o.p, o.root, prog, diags, sch, &decl, o.commutative)) return rc;
   const ScheduleDecl& s = *decl;
   if (o.segment_bytes >= 0) sch.round_segments.assign(size_t(sch.num_rounds), o.segment_bytes);
   const CostVector vec{o.bytes / o.elem_size, o.elem_size};
@@ -397,6 +398,9 @@ int main(int argc, char** argv) {
   sched->add_option("--root", root, "root rank (rooted collectives)");
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
+  bool sched_commutative = false;
+  sched->add_flag("--commutative", sched_commutative,
+                  "instantiate with commutative = true (the checker proves reducing schedules that read it for both values)");
 
   DrawCli dcli;
   CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
@@ -436,6 +440,7 @@ int main(int argc, char** argv) {
                    "segment size in bytes for every round, overriding the schedule's 'segment' (0: none)")
       ->check(CLI::NonNegativeNumber);
   cost->add_flag("--json", copt.json, "JSON instead of text");
+  cost->add_flag("--commutative", copt.commutative, "instantiate with commutative = true");
 
   // One spelling: a single process count is -p N, a range --ranks A..B (check). The old
   // `--ranks N` of schedule/cost gets a clear error instead of CLI11's guess.
@@ -472,7 +477,7 @@ int main(int argc, char** argv) {
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
-  if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify);
+  if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
   return 2;
 }

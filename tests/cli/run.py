@@ -81,6 +81,16 @@ def main():
         print("FAIL check - and check FILE differ")
         failures.append("stdin")
     case("stdin diagnostics are named <stdin>", ["check", "-"], 1, err=r"<stdin>:1:", stdin="schedule x implements {\n")
+    # commutative = true reproduces what the checker proves for that value: a schedule whose
+    # partner order depends on it pairs rank 0 with p/2 first, else with 1.
+    comm = ("schedule c implements allreduce {\n  requires is_pow2(p)\n  blocks 1\n  for s in 0 .. log2(p) {\n"
+            "    let d = commutative ? (p >> (s + 1)) : (1 << s)\n    exchange all / all with r ^ d reduce\n  }\n}\n")
+    case("schedule: commutative = false by default", ["schedule", "-", "-p", "4"], 0,
+         out=r"round 0: .*\n  rank 0 send \{0\} to 1 ", stdin=comm)
+    case("schedule --commutative", ["schedule", "-", "-p", "4", "--commutative"], 0,
+         out=r"round 0: .*\n  rank 0 send \{0\} to 2 ", stdin=comm)
+    case("cost --commutative", ["cost", "-", "-p", "4", "--commutative", "--bytes", "64", "--alpha", "1", "--beta", "0",
+                                "--gamma", "0"], 0, out=r"cost of c", stdin=comm)
     print(f"cli: {'PASS' if not failures else 'FAIL'} ({len(failures)} failure(s))")
     sys.exit(1 if failures else 0)
 
