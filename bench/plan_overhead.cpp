@@ -105,8 +105,8 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { __libc_free(p)
 namespace {
 
 constexpr size_t kSizes[] = {8, 64, 512, 4096, 65536, 1 << 20};  ///< bytes
-constexpr int kWarmup = 5;          ///< untimed calls of each side before timing
-constexpr int kCountedCalls = 20;   ///< calls over which allocations are counted
+constexpr int kWarmup = 5;                                       ///< untimed calls of each side before timing
+constexpr int kCountedCalls = 20;                                ///< calls over which allocations are counted
 
 int rank = 0, size = 1;
 
@@ -134,8 +134,12 @@ int (*g_mpi_blocks)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MP
 
 Calls allreduce_calls() {
   Calls c;
-  c.bine = []() { return g_allreduce(g_buf.in.data(), g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); };
-  c.mpi = []() { MPI_Allreduce(g_buf.in.data(), g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_SUM, MPI_COMM_WORLD); };
+  c.bine = []() {
+    return g_allreduce(g_buf.in.data(), g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  };
+  c.mpi = []() {
+    MPI_Allreduce(g_buf.in.data(), g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  };
   return c;
 }
 /// bcast: each side broadcasts its own output buffer from root 0.
@@ -148,7 +152,9 @@ Calls bcast_calls() {
 /// allgather, alltoall: blocks of n ints, through g_blocks and g_mpi_blocks.
 Calls block_calls() {
   Calls c;
-  c.bine = []() { return g_blocks(g_buf.in.data(), g_buf.n, MPI_INT, g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_COMM_WORLD); };
+  c.bine = []() {
+    return g_blocks(g_buf.in.data(), g_buf.n, MPI_INT, g_buf.out_bine.data(), g_buf.n, MPI_INT, MPI_COMM_WORLD);
+  };
   c.mpi = []() {
     g_mpi_blocks(g_buf.in.data(), int(g_buf.n), MPI_INT, g_buf.out_mpi.data(), int(g_buf.n), MPI_INT, MPI_COMM_WORLD);
   };
@@ -283,38 +289,52 @@ int main(int argc, char** argv) {
   bool header = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--header") header = true;
-    else if (a == "--mpi-alg" && i + 1 < argc) mpi_alg = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (collective.empty()) collective = a;
-    else if (schedule.empty()) schedule = a;
-    else { usage(); MPI_Abort(MPI_COMM_WORLD, 2); }
+    if (a == "--header")
+      header = true;
+    else if (a == "--mpi-alg" && i + 1 < argc)
+      mpi_alg = argv[++i];
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (collective.empty())
+      collective = a;
+    else if (schedule.empty())
+      schedule = a;
+    else {
+      usage();
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   if (header && rank == 0) {
-    std::printf("# Generated collective vs the same algorithm forced in Open MPI (coll tuned); MPI_INT, MPI_SUM.\n"
-                "# Times: median over repetitions (%d up to 4 KiB, %d at 64 KiB, %d at 1 MiB) of the slowest rank,\n"
-                "# generated and MPI calls alternated in one loop. Target: ratio <= 1.10 for 8 B - 4 KiB, <= 1.05 at\n"
-                "# 1 MiB; 64 KiB reported only. allgather/alltoall sizes are one rank's block.\n"
-                "# Heap allocations per call after warm-up (%d calls, max over ranks): new = operator new/new[] in\n"
-                "# the generated call; malloc, MPI mal = C malloc/calloc/realloc on the calling thread in the\n"
-                "# generated call and in the MPI call: %s.\n",
-                reps, std::max(1, reps / 4), std::max(1, reps / 10), kCountedCalls,
-                init_mallocs > 0 ? "counted by a wrapper forwarding to glibc's __libc_malloc (Open MPI's own included)"
-                                 : "NOT counted (the malloc wrapper saw no call in MPI_Init)");
-    std::printf("%-9s %-30s %-22s %2s %7s %10s %10s %6s %-5s %6s %8s %8s\n", "coll", "schedule", "Open MPI algorithm", "p",
-                "size", "bine us", "MPI us", "ratio", "goal", "new", "malloc", "MPI mal");
+    std::printf(
+        "# Generated collective vs the same algorithm forced in Open MPI (coll tuned); MPI_INT, MPI_SUM.\n"
+        "# Times: median over repetitions (%d up to 4 KiB, %d at 64 KiB, %d at 1 MiB) of the slowest rank,\n"
+        "# generated and MPI calls alternated in one loop. Target: ratio <= 1.10 for 8 B - 4 KiB, <= 1.05 at\n"
+        "# 1 MiB; 64 KiB reported only. allgather/alltoall sizes are one rank's block.\n"
+        "# Heap allocations per call after warm-up (%d calls, max over ranks): new = operator new/new[] in\n"
+        "# the generated call; malloc, MPI mal = C malloc/calloc/realloc on the calling thread in the\n"
+        "# generated call and in the MPI call: %s.\n",
+        reps, std::max(1, reps / 4), std::max(1, reps / 10), kCountedCalls,
+        init_mallocs > 0 ? "counted by a wrapper forwarding to glibc's __libc_malloc (Open MPI's own included)"
+                         : "NOT counted (the malloc wrapper saw no call in MPI_Init)");
+    std::printf("%-9s %-30s %-22s %2s %7s %10s %10s %6s %-5s %6s %8s %8s\n", "coll", "schedule", "Open MPI algorithm",
+                "p", "size", "bine us", "MPI us", "ratio", "goal", "new", "malloc", "MPI mal");
   }
   Calls calls;
   size_t in_per_n = 1, out_per_n = 1;
   int applicable = 0;
-  if (collective.empty() || schedule.empty() || !pick_schedule(collective, schedule, calls, in_per_n, out_per_n, applicable)) {
-    if (rank == 0) std::fprintf(stderr, "bench_plan_overhead: no schedule '%s' of collective '%s'\n", schedule.c_str(), collective.c_str());
+  if (collective.empty() || schedule.empty() ||
+      !pick_schedule(collective, schedule, calls, in_per_n, out_per_n, applicable)) {
+    if (rank == 0)
+      std::fprintf(stderr, "bench_plan_overhead: no schedule '%s' of collective '%s'\n", schedule.c_str(),
+                   collective.c_str());
     usage();
     MPI_Finalize();
     return 2;
   }
   if (applicable != 1) {
-    if (rank == 0) std::printf("%-9s %-30s %-22s %2d  does not apply\n", collective.c_str(), schedule.c_str(), mpi_alg.c_str(), size);
+    if (rank == 0)
+      std::printf("%-9s %-30s %-22s %2d  does not apply\n", collective.c_str(), schedule.c_str(), mpi_alg.c_str(),
+                  size);
     MPI_Finalize();
     return 0;
   }

@@ -29,13 +29,13 @@ bool valid_prefix(const std::string& prefix);
 /// (directly or through a composed schedule) is refused with the feature's name.
 struct TargetFeatures {
   std::vector<Collective> collectives;  ///< collectives with a lowering
-  bool fold_two_one = false;    ///< `fold` / `fold 2-1`
-  bool fold_three_two = false;  ///< `fold 3-2`
-  bool fold_ring = false;       ///< `fold ring R`
-  bool scratch = false;         ///< `scratch K` and local `reduce`/`copy`
-  bool segment = false;         ///< `segment E`
-  bool permute = false;         ///< local `permute`
-  bool composition = false;     ///< `phase x = other_schedule(...)`
+  bool fold_two_one = false;            ///< `fold` / `fold 2-1`
+  bool fold_three_two = false;          ///< `fold 3-2`
+  bool fold_ring = false;               ///< `fold ring R`
+  bool scratch = false;                 ///< `scratch K` and local `reduce`/`copy`
+  bool segment = false;                 ///< `segment E`
+  bool permute = false;                 ///< local `permute`
+  bool composition = false;             ///< `phase x = other_schedule(...)`
 };
 
 /// One file a target writes: `suffix` appended to the output path (empty for the main file,

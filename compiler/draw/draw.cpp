@@ -16,8 +16,8 @@ namespace {
 
 // ---- text and number formatting (integers only: the output is byte-for-byte stable) ----
 
-constexpr int kChar = 7;        ///< px per character at font-size 11 (monospace estimate)
-constexpr int kMaxBins = 256;   ///< heat map: at most this many rank bins and round bins
+constexpr int kChar = 7;       ///< px per character at font-size 11 (monospace estimate)
+constexpr int kMaxBins = 256;  ///< heat map: at most this many rank bins and round bins
 const char* const kFont = "DejaVu Sans Mono,Menlo,Consolas,monospace";
 
 // Colours. Arrows: one colour without --ppn, else by link class; red marks a counterexample.
@@ -106,9 +106,7 @@ bool is_mirror_round(const std::string& label) { return label.find("mirror of") 
 bool is_fold_round(const std::string& label) {
   return label.rfind("fold ", 0) == 0 || label.find("+ fold ") != std::string::npos;
 }
-bool is_helper(const Schedule& s, int64_t r) {
-  return size_t(r) < s.fold_helper.size() && s.fold_helper[size_t(r)];
-}
+bool is_helper(const Schedule& s, int64_t r) { return size_t(r) < s.fold_helper.size() && s.fold_helper[size_t(r)]; }
 bool shows_root(const Schedule& s) { return collective_is_rooted(s.collective); }
 
 const char* link_class(const DrawOptions& o, int64_t a, int64_t b) {
@@ -126,7 +124,8 @@ const char* link_colour(const std::string& cls) {
 std::string header(int w, int h, const std::string& title) {
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
-       "\" viewBox=\"0 0 " + std::to_string(w) + " " + std::to_string(h) + "\" font-family=\"" + kFont + "\" font-size=\"11\">\n";
+       "\" viewBox=\"0 0 " + std::to_string(w) + " " + std::to_string(h) + "\" font-family=\"" + kFont +
+       "\" font-size=\"11\">\n";
   o += "<title>" + esc(title) + "</title>\n";
   o += "<rect class=\"background\" x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
        "\" fill=\"#ffffff\"/>\n";
@@ -134,21 +133,25 @@ std::string header(int w, int h, const std::string& title) {
 }
 
 std::string text(int x, int y, const std::string& s, const std::string& attrs = "") {
-  return "<text x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\"" + (attrs.empty() ? "" : " " + attrs) + ">" +
-         esc(s) + "</text>\n";
+  return "<text x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\"" + (attrs.empty() ? "" : " " + attrs) +
+         ">" + esc(s) + "</text>\n";
 }
 
 std::string rect(int x, int y, int w, int h, const std::string& attrs) {
-  return "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(w) + "\" height=\"" +
-         std::to_string(h) + "\" " + attrs + "/>\n";
+  return "<rect x=\"" + std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(w) +
+         "\" height=\"" + std::to_string(h) + "\" " + attrs + "/>\n";
 }
 
 std::string instance_line(const Schedule& s, const DrawOptions& o) {
-  std::string l = "p = " + std::to_string(s.p) + (shows_root(s) ? ", root = " + std::to_string(s.root) : std::string()) +
+  std::string l = "p = " + std::to_string(s.p) +
+                  (shows_root(s) ? ", root = " + std::to_string(s.root) : std::string()) +
                   ", blocks = " + std::to_string(s.blocks) + ", rounds = " + std::to_string(s.num_rounds);
-  if (s.fold == FoldKind::ring) l += ", fold ring " + std::to_string(s.fold_ring);
-  else if (s.fold == FoldKind::three_two) l += ", fold 3-2";
-  else if (s.fold == FoldKind::two_one) l += ", fold (two-one)";
+  if (s.fold == FoldKind::ring)
+    l += ", fold ring " + std::to_string(s.fold_ring);
+  else if (s.fold == FoldKind::three_two)
+    l += ", fold 3-2";
+  else if (s.fold == FoldKind::two_one)
+    l += ", fold (two-one)";
   if (o.bytes > 0) l += ", n = " + std::to_string(o.bytes) + " bytes";
   if (o.ppn > 0) l += ", " + std::to_string(o.ppn) + " ranks per node";
   return l;
@@ -160,12 +163,16 @@ std::string markers() {
   for (const char* cls : {"flat", "intra", "inter", "cex", "wait"}) {
     const std::string c = link_colour(cls);
     o += "<marker id=\"copy-" + std::string(cls) +
-         "\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" "
-         "orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"" + c + "\"/></marker>\n";
+         "\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" "
+         "markerHeight=\"9\" "
+         "orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"" +
+         c + "\"/></marker>\n";
     o += "<marker id=\"reduce-" + std::string(cls) +
-         "\" viewBox=\"0 0 12 12\" refX=\"12\" refY=\"6\" markerUnits=\"userSpaceOnUse\" markerWidth=\"11\" markerHeight=\"11\" "
-         "orient=\"auto\"><circle cx=\"6\" cy=\"6\" r=\"5\" fill=\"#ffffff\" stroke=\"" + c +
-         "\" stroke-width=\"1.5\"/><path d=\"M6,3 V9 M3,6 H9\" stroke=\"" + c + "\" stroke-width=\"1.5\"/></marker>\n";
+         "\" viewBox=\"0 0 12 12\" refX=\"12\" refY=\"6\" markerUnits=\"userSpaceOnUse\" markerWidth=\"11\" "
+         "markerHeight=\"11\" "
+         "orient=\"auto\"><circle cx=\"6\" cy=\"6\" r=\"5\" fill=\"#ffffff\" stroke=\"" +
+         c + "\" stroke-width=\"1.5\"/><path d=\"M6,3 V9 M3,6 H9\" stroke=\"" + c +
+         "\" stroke-width=\"1.5\"/></marker>\n";
   }
   o += "</defs>\n";
   return o;
@@ -234,8 +241,9 @@ class Diagram {
     body += legend(y);
     body += round_list(y);
     height_ = y + 12;
-    std::string out = header(width_, height_, "schedule " + s_.name + " implements " + collective_name(s_.collective) + ", " +
-                                                  instance_line(s_, o_));
+    std::string out =
+        header(width_, height_,
+               "schedule " + s_.name + " implements " + collective_name(s_.collective) + ", " + instance_line(s_, o_));
     out += markers();
     out += text(12, 22, "schedule " + s_.name + " implements " + collective_name(s_.collective),
                 "class=\"title\" font-size=\"14\" font-weight=\"bold\"");
@@ -271,7 +279,8 @@ class Diagram {
     // Column widths from the longest transfer label of the round.
     std::vector<size_t> longest(size_t(T), 0);
     for (const Arrow& a : arrows_)
-      longest[size_t(a.round)] = std::max(longest[size_t(a.round)], transfer_label(a.send->blocks, s_, o_.bytes).size());
+      longest[size_t(a.round)] =
+          std::max(longest[size_t(a.round)], transfer_label(a.send->blocks, s_, o_.bytes).size());
     size_t rank_chars = 0;
     for (int64_t r = 0; r < s_.p; ++r) rank_chars = std::max(rank_chars, rank_label(r).size());
     bool tags = false;
@@ -303,13 +312,16 @@ class Diagram {
       const std::string cls = std::string("round") + (fold ? " fold" : "") + (mirror ? " mirror" : "");
       const char* fill = mirror ? kMirrorBg : fold ? kFoldBg : (t % 2 ? "#f8f8f8" : "#ffffff");
       const int x = col_x_[size_t(t)], w = col_w_[size_t(t)];
-      o += "<g class=\"" + cls + "\" data-round=\"" + std::to_string(t) + "\"><title>round " + std::to_string(t) + ": " +
-           esc(label) + "</title>\n";
+      o += "<g class=\"" + cls + "\" data-round=\"" + std::to_string(t) + "\"><title>round " + std::to_string(t) +
+           ": " + esc(label) + "</title>\n";
       o += rect(x, top_ - 36, w, grid_bottom_ - top_ + 36, "fill=\"" + std::string(fill) + "\" stroke=\"#d0d0d0\"");
       std::string head = "round " + std::to_string(t);
-      if (fold && mirror) head += " fold+mirror";
-      else if (fold) head += " fold";
-      else if (mirror) head += " mirror";
+      if (fold && mirror)
+        head += " fold+mirror";
+      else if (fold)
+        head += " fold";
+      else if (mirror)
+        head += " mirror";
       o += text(x + 6, top_ - 20, head, "font-weight=\"bold\"");
       o += text(x + 6, top_ - 6, clip(label, (w - 10) / kChar), "font-size=\"10\" fill=\"#555555\"");
       o += "</g>\n";
@@ -329,24 +341,27 @@ class Diagram {
       if (root || helper)
         o += rect(x_rank_ - 4, y - row_h_ / 2 + 1, grid_right_ - x_rank_ + 4, row_h_ - 2,
                   "fill=\"" + std::string(root ? kRootBg : kHelperBg) + "\" fill-opacity=\"0.8\"");
-      o += "<line x1=\"" + std::to_string(left_) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" + std::to_string(grid_right_) +
-           "\" y2=\"" + std::to_string(y) + "\" stroke=\"#b0b0b0\" stroke-width=\"1\"" + (helper ? " stroke-dasharray=\"2 3\"" : "") +
-           "/>\n";
+      o += "<line x1=\"" + std::to_string(left_) + "\" y1=\"" + std::to_string(y) + "\" x2=\"" +
+           std::to_string(grid_right_) + "\" y2=\"" + std::to_string(y) + "\" stroke=\"#b0b0b0\" stroke-width=\"1\"" +
+           (helper ? " stroke-dasharray=\"2 3\"" : "") + "/>\n";
       std::string attrs;
-      if (root) attrs = "font-weight=\"bold\"";
-      else if (helper) attrs = "fill=\"#777777\" font-style=\"italic\"";
+      if (root)
+        attrs = "font-weight=\"bold\"";
+      else if (helper)
+        attrs = "fill=\"#777777\" font-style=\"italic\"";
       o += text(x_rank_, y + 4, rank_label(r), attrs);
       const std::string tag = contribution_tag(r);
       if (!tag.empty())
-        o += text(x_tag_, y + 4, tag, "class=\"cex-contribution " + tag + "\" fill=\"" + std::string(tag == "missing" ? kRed : kInter) +
-                                         "\" font-weight=\"bold\"");
+        o += text(x_tag_, y + 4, tag,
+                  "class=\"cex-contribution " + tag + "\" fill=\"" + std::string(tag == "missing" ? kRed : kInter) +
+                      "\" font-weight=\"bold\"");
       o += "</g>\n";
       if (o_.ppn > 0 && r % o_.ppn == 0) {
         o += text(x_node_, y + 4, "node " + std::to_string(r / o_.ppn), "class=\"node\" fill=\"#555555\"");
         if (r > 0)
-          o += "<line class=\"node-boundary\" x1=\"" + std::to_string(x_node_) + "\" y1=\"" + std::to_string(y - row_h_ / 2) +
-               "\" x2=\"" + std::to_string(grid_right_) + "\" y2=\"" + std::to_string(y - row_h_ / 2) +
-               "\" stroke=\"#555555\" stroke-width=\"1.5\"/>\n";
+          o += "<line class=\"node-boundary\" x1=\"" + std::to_string(x_node_) + "\" y1=\"" +
+               std::to_string(y - row_h_ / 2) + "\" x2=\"" + std::to_string(grid_right_) + "\" y2=\"" +
+               std::to_string(y - row_h_ / 2) + "\" stroke=\"#555555\" stroke-width=\"1.5\"/>\n";
       }
     }
     return o + "</g>\n";
@@ -385,16 +400,22 @@ class Diagram {
       if (!a.recv) cls += " unmatched";
       if (hl) cls += " cex";
       const std::string label = transfer_label(a.send->blocks, s_, o_.bytes);
-      o += "<g class=\"" + cls + "\" data-round=\"" + std::to_string(a.round) + "\" data-from=\"" + std::to_string(a.from) +
-           "\" data-to=\"" + std::to_string(a.to) + "\" data-blocks=\"" + esc(format_blocks(a.send->blocks)) + "\">";
-      o += "<title>round " + std::to_string(a.round) + ": rank " + std::to_string(a.from) + " sends " + esc(label) + " to rank " +
-           std::to_string(a.to) + (a.recv ? (reduce ? ", which reduces" : ", which copies") : ", which posts no matching receive") +
-           " [" + esc(origin_text(a.send->origin)) + "]</title>";
-      o += "<line x1=\"" + std::to_string(x0) + "\" y1=\"" + std::to_string(y0) + "\" x2=\"" + std::to_string(x1) + "\" y2=\"" +
-           std::to_string(y1) + "\" stroke=\"" + link_colour(colour_cls) + "\" stroke-width=\"" + (hl ? "2.5" : "1.5") + "\"" +
-           (reduce ? " stroke-dasharray=\"6 3\"" : !a.recv ? " stroke-dasharray=\"2 3\"" : "") + " marker-end=\"url(#" +
-           (reduce ? "reduce-" : "copy-") + colour_cls + ")\"/>";
-      o += "<circle cx=\"" + std::to_string(x0) + "\" cy=\"" + std::to_string(y0) + "\" r=\"2.5\" fill=\"" + link_colour(colour_cls) + "\"/>";
+      o += "<g class=\"" + cls + "\" data-round=\"" + std::to_string(a.round) + "\" data-from=\"" +
+           std::to_string(a.from) + "\" data-to=\"" + std::to_string(a.to) + "\" data-blocks=\"" +
+           esc(format_blocks(a.send->blocks)) + "\">";
+      o += "<title>round " + std::to_string(a.round) + ": rank " + std::to_string(a.from) + " sends " + esc(label) +
+           " to rank " + std::to_string(a.to) +
+           (a.recv ? (reduce ? ", which reduces" : ", which copies") : ", which posts no matching receive") + " [" +
+           esc(origin_text(a.send->origin)) + "]</title>";
+      o += "<line x1=\"" + std::to_string(x0) + "\" y1=\"" + std::to_string(y0) + "\" x2=\"" + std::to_string(x1) +
+           "\" y2=\"" + std::to_string(y1) + "\" stroke=\"" + link_colour(colour_cls) + "\" stroke-width=\"" +
+           (hl ? "2.5" : "1.5") + "\"" +
+           (reduce    ? " stroke-dasharray=\"6 3\""
+            : !a.recv ? " stroke-dasharray=\"2 3\""
+                      : "") +
+           " marker-end=\"url(#" + (reduce ? "reduce-" : "copy-") + colour_cls + ")\"/>";
+      o += "<circle cx=\"" + std::to_string(x0) + "\" cy=\"" + std::to_string(y0) + "\" r=\"2.5\" fill=\"" +
+           link_colour(colour_cls) + "\"/>";
       // The label sits beside the tail, on the side away from the arrow (above the row when
       // rows are too narrow for labels on both sides).
       const bool up = a.to < a.from && s_.p <= 16;
@@ -414,14 +435,17 @@ class Diagram {
     for (const Stub& st : stubs_) {
       const int x1 = col_x_[size_t(st.round)] + col_w_[size_t(st.round)] - 10, y1 = row_y(st.rank);
       const int y0 = y1 + (st.peer < st.rank ? -row_h_ / 2 : row_h_ / 2);
-      o += "<g class=\"unmatched-recv\" data-round=\"" + std::to_string(st.round) + "\" data-from=\"" + std::to_string(st.peer) +
-           "\" data-to=\"" + std::to_string(st.rank) + "\"><title>round " + std::to_string(st.round) + ": rank " +
-           std::to_string(st.rank) + " receives " + esc(format_blocks(st.recv->blocks)) + " from rank " + std::to_string(st.peer) +
+      o += "<g class=\"unmatched-recv\" data-round=\"" + std::to_string(st.round) + "\" data-from=\"" +
+           std::to_string(st.peer) + "\" data-to=\"" + std::to_string(st.rank) + "\"><title>round " +
+           std::to_string(st.round) + ": rank " + std::to_string(st.rank) + " receives " +
+           esc(format_blocks(st.recv->blocks)) + " from rank " + std::to_string(st.peer) +
            ", which sends nothing to it in this round [" + esc(origin_text(st.recv->origin)) + "]</title>";
-      o += "<line x1=\"" + std::to_string(x1 - 36) + "\" y1=\"" + std::to_string(y0) + "\" x2=\"" + std::to_string(x1) + "\" y2=\"" +
-           std::to_string(y1) + "\" stroke=\"" + kRed + "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#" +
+      o += "<line x1=\"" + std::to_string(x1 - 36) + "\" y1=\"" + std::to_string(y0) + "\" x2=\"" + std::to_string(x1) +
+           "\" y2=\"" + std::to_string(y1) + "\" stroke=\"" + kRed +
+           "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#" +
            (st.recv->reduce ? "reduce" : "copy") + "-cex)\"/>";
-      o += text(x1 - 36 - 4, y0 + 4, "? " + std::to_string(st.peer), "font-size=\"10\" text-anchor=\"end\" fill=\"" + std::string(kRed) + "\"");
+      o += text(x1 - 36 - 4, y0 + 4, "? " + std::to_string(st.peer),
+                "font-size=\"10\" text-anchor=\"end\" fill=\"" + std::string(kRed) + "\"");
       o += "</g>\n";
     }
     return o + "</g>\n";
@@ -436,19 +460,21 @@ class Diagram {
           std::string glyph, what;
           if (const auto* lo = std::get_if<LocalOp>(&op)) {
             glyph = lo->reduce ? "+" : "=";
-            what = std::string(lo->reduce ? "reduce " : "copy ") + format_blocks(lo->src) + " into " + format_blocks(lo->blocks);
+            what = std::string(lo->reduce ? "reduce " : "copy ") + format_blocks(lo->src) + " into " +
+                   format_blocks(lo->blocks);
           } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
             glyph = "P";
             what = "permute";
-            for (size_t j = 0; j < pm->to.size() && j < 16; ++j) what += " " + std::to_string(j) + "->" + std::to_string(pm->to[j]);
+            for (size_t j = 0; j < pm->to.size() && j < 16; ++j)
+              what += " " + std::to_string(j) + "->" + std::to_string(pm->to[j]);
             if (pm->to.size() > 16) what += " ...";
           } else {
             continue;
           }
           const int cx = col_x_[size_t(t)] + col_w_[size_t(t)] / 2 + 16 * k++, cy = row_y(r);
-          o += "<g class=\"local\" data-round=\"" + std::to_string(t) + "\" data-rank=\"" + std::to_string(r) + "\"><title>round " +
-               std::to_string(t) + ": rank " + std::to_string(r) + " " + esc(what) + " [" + esc(origin_text(origin_of(op))) +
-               "]</title>";
+          o += "<g class=\"local\" data-round=\"" + std::to_string(t) + "\" data-rank=\"" + std::to_string(r) +
+               "\"><title>round " + std::to_string(t) + ": rank " + std::to_string(r) + " " + esc(what) + " [" +
+               esc(origin_text(origin_of(op))) + "]</title>";
           o += rect(cx - 7, cy - 7, 14, 14, "rx=\"3\" fill=\"#ffffff\" stroke=\"#555555\"");
           o += text(cx, cy + 4, glyph, "text-anchor=\"middle\" font-size=\"11\" font-weight=\"bold\" fill=\"#333333\"");
           o += "</g>\n";
@@ -457,20 +483,22 @@ class Diagram {
     return o + "</g>\n";
   }
 
-  std::string cell(const std::string& cls, int64_t rank, int64_t round, const std::string& stroke, const std::string& extra) const {
+  std::string cell(const std::string& cls, int64_t rank, int64_t round, const std::string& stroke,
+                   const std::string& extra) const {
     if (rank < 0 || rank >= s_.p || round < 0 || round >= s_.num_rounds) return "";
-    return "<rect class=\"" + cls + "\" data-rank=\"" + std::to_string(rank) + "\" data-round=\"" + std::to_string(round) + "\"" +
-           extra + " x=\"" + std::to_string(col_x_[size_t(round)] + 2) + "\" y=\"" + std::to_string(row_y(rank) - row_h_ / 2 + 2) +
-           "\" width=\"" + std::to_string(col_w_[size_t(round)] - 4) + "\" height=\"" + std::to_string(row_h_ - 4) +
-           "\" fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"2.5\"/>\n";
+    return "<rect class=\"" + cls + "\" data-rank=\"" + std::to_string(rank) + "\" data-round=\"" +
+           std::to_string(round) + "\"" + extra + " x=\"" + std::to_string(col_x_[size_t(round)] + 2) + "\" y=\"" +
+           std::to_string(row_y(rank) - row_h_ / 2 + 2) + "\" width=\"" + std::to_string(col_w_[size_t(round)] - 4) +
+           "\" height=\"" + std::to_string(row_h_ - 4) + "\" fill=\"none\" stroke=\"" + stroke +
+           "\" stroke-width=\"2.5\"/>\n";
   }
 
   std::string counterexample() {
     if (!cex_) return "";
     const Counterexample& c = *cex_;
-    std::string o = "<g class=\"counterexample\" data-kind=\"" + std::string(counterexample_kind_name(c.kind)) + "\" data-rank=\"" +
-                    std::to_string(c.rank) + "\" data-round=\"" + std::to_string(c.round) + "\" data-block=\"" +
-                    std::to_string(c.block) + "\">\n";
+    std::string o = "<g class=\"counterexample\" data-kind=\"" + std::string(counterexample_kind_name(c.kind)) +
+                    "\" data-rank=\"" + std::to_string(c.rank) + "\" data-round=\"" + std::to_string(c.round) +
+                    "\" data-block=\"" + std::to_string(c.block) + "\">\n";
     o += cell("cex-cell", c.rank, c.round, kRed, " data-block=\"" + std::to_string(c.block) + "\"");
     if (c.kind == Counterexample::Kind::deadlock && c.match_round >= 0)
       o += cell("cex-match", c.peer, c.match_round, kInter, "");
@@ -481,11 +509,12 @@ class Diagram {
       if (t < 0 || t >= s_.num_rounds) continue;
       const int xa = col_x_[size_t(t)] + col_w_[size_t(t)] / 3, xc = col_x_[size_t(t)] + col_w_[size_t(t)] - 14;
       const int ya = row_y(a), yb = row_y(b);
-      o += "<g class=\"cex-wait\" data-from=\"" + std::to_string(a) + "\" data-to=\"" + std::to_string(b) + "\" data-round=\"" +
-           std::to_string(t) + "\"><title>rank " + std::to_string(a) + " waits in round " + std::to_string(t) + " for rank " +
-           std::to_string(b) + "</title><path d=\"M" + std::to_string(xa) + "," + std::to_string(ya) + " Q" + std::to_string(xc) +
-           "," + std::to_string((ya + yb) / 2) + " " + std::to_string(xa) + "," + std::to_string(yb) + "\" fill=\"none\" stroke=\"" +
-           kWait + "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/></g>\n";
+      o += "<g class=\"cex-wait\" data-from=\"" + std::to_string(a) + "\" data-to=\"" + std::to_string(b) +
+           "\" data-round=\"" + std::to_string(t) + "\"><title>rank " + std::to_string(a) + " waits in round " +
+           std::to_string(t) + " for rank " + std::to_string(b) + "</title><path d=\"M" + std::to_string(xa) + "," +
+           std::to_string(ya) + " Q" + std::to_string(xc) + "," + std::to_string((ya + yb) / 2) + " " +
+           std::to_string(xa) + "," + std::to_string(yb) + "\" fill=\"none\" stroke=\"" + kWait +
+           "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/></g>\n";
     }
     return o + "</g>\n";
   }
@@ -560,7 +589,8 @@ class Diagram {
         items.push_back({"match", "where the peer posts the matching operation"});
       if (!cex_->missing_ranks.empty() || !cex_->doubled_ranks.empty())
         items.push_back({"tags", "missing / twice: contributions missing from or counted twice in the block"});
-      if (cex_->kind == Counterexample::Kind::deadlock) items.push_back({"wait", "deadlock: waits for (wait-for chain)"});
+      if (cex_->kind == Counterexample::Kind::deadlock)
+        items.push_back({"wait", "deadlock: waits for (wait-for chain)"});
     }
     for (const Item& it : items) {
       y += 18;
@@ -568,20 +598,22 @@ class Diagram {
       if (it.kind.rfind("copy-", 0) == 0 || it.kind.rfind("reduce-", 0) == 0) {
         const bool red = it.kind[0] == 'r';
         const std::string cls = it.kind.substr(it.kind.find('-') + 1);
-        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) + "\" y2=\"" +
-             std::to_string(my) + "\" stroke=\"" + link_colour(cls) + "\" stroke-width=\"1.5\"" +
+        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
+             "\" y2=\"" + std::to_string(my) + "\" stroke=\"" + link_colour(cls) + "\" stroke-width=\"1.5\"" +
              (red ? " stroke-dasharray=\"6 3\"" : "") + " marker-end=\"url(#" + it.kind + ")\"/>\n";
       } else if (it.kind == "local") {
         o += rect(x + 15, my - 7, 14, 14, "rx=\"3\" fill=\"#ffffff\" stroke=\"#555555\"");
         o += text(x + 22, my + 4, "+", "text-anchor=\"middle\" font-weight=\"bold\"");
       } else if (it.kind == "wait") {
-        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) + "\" y2=\"" +
-             std::to_string(my) + "\" stroke=\"" + kWait + "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/>\n";
+        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
+             "\" y2=\"" + std::to_string(my) + "\" stroke=\"" + kWait +
+             "\" stroke-width=\"2.5\" stroke-dasharray=\"5 3\" marker-end=\"url(#copy-wait)\"/>\n";
       } else if (it.kind == "tags") {
         o += text(x, y, "missing", "fill=\"" + std::string(kRed) + "\" font-weight=\"bold\" font-size=\"9\"");
       } else if (it.kind == "stub") {
-        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) + "\" y2=\"" +
-             std::to_string(my) + "\" stroke=\"" + kRed + "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#copy-cex)\"/>\n";
+        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
+             "\" y2=\"" + std::to_string(my) + "\" stroke=\"" + kRed +
+             "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#copy-cex)\"/>\n";
       } else {
         const char* fill = it.kind == "root"     ? kRootBg
                            : it.kind == "helper" ? kHelperBg
@@ -589,8 +621,9 @@ class Diagram {
                            : it.kind == "mirror" ? kMirrorBg
                                                  : "none";
         const char* stroke = it.kind == "cex" ? kRed : it.kind == "match" ? kInter : "#b0b0b0";
-        o += rect(x, my - 7, 44, 14, "fill=\"" + std::string(fill) + "\" stroke=\"" + stroke + "\"" +
-                                         (it.kind == "cex" || it.kind == "match" ? " stroke-width=\"2.5\"" : ""));
+        o += rect(x, my - 7, 44, 14,
+                  "fill=\"" + std::string(fill) + "\" stroke=\"" + stroke + "\"" +
+                      (it.kind == "cex" || it.kind == "match" ? " stroke-width=\"2.5\"" : ""));
       }
       o += text(x + 56, y, it.what);
     }
@@ -603,7 +636,8 @@ class Diagram {
     o += text(12, y, "rounds", "font-weight=\"bold\"");
     for (int64_t t = 0; t < s_.num_rounds; ++t) {
       y += 15;
-      o += text(12, y, clip("round " + std::to_string(t) + ": " + s_.round_labels[size_t(t)], int(text_chars_)), "font-size=\"10\"");
+      o += text(12, y, clip("round " + std::to_string(t) + ": " + s_.round_labels[size_t(t)], int(text_chars_)),
+                "font-size=\"10\"");
     }
     if (s_.num_rounds == 0) {
       y += 15;
@@ -661,20 +695,22 @@ std::string heat_map(const Schedule& s, const DrawOptions& o) {
   const int left = 96, top = 112;
   const int gw = int(C) * cw, gh = int(R) * ch;
   const int width = std::max(720, left + gw + 40);
-  const Counterexample* cex = o.counterexample && o.counterexample->kind != Counterexample::Kind::none ? o.counterexample : nullptr;
+  const Counterexample* cex =
+      o.counterexample && o.counterexample->kind != Counterexample::Kind::none ? o.counterexample : nullptr;
   const std::string unit = o.bytes > 0 ? "bytes" : "blocks";
   std::string note = "p = " + std::to_string(s.p) + " is above " + std::to_string(o.max_diagram_p) +
                      ": heat map of the " + unit + " each rank sends per round";
   if (rbin > 1 || cbin > 1)
-    note += " (one cell: " + std::to_string(rbin) + " rank" + (rbin > 1 ? "s" : "") + " x " + std::to_string(cbin) + " round" +
-            (cbin > 1 ? "s" : "") + ", summed)";
+    note += " (one cell: " + std::to_string(rbin) + " rank" + (rbin > 1 ? "s" : "") + " x " + std::to_string(cbin) +
+            " round" + (cbin > 1 ? "s" : "") + ", summed)";
   std::string b;
   b += markers();
   b += text(12, 22, "schedule " + s.name + " implements " + collective_name(s.collective),
             "class=\"title\" font-size=\"14\" font-weight=\"bold\"");
   b += text(12, 40, instance_line(s, o), "class=\"subtitle\"");
   b += text(12, 58, note, "class=\"note\" fill=\"#555555\"");
-  b += "<g class=\"heatmap\" data-rank-bin=\"" + std::to_string(rbin) + "\" data-round-bin=\"" + std::to_string(cbin) + "\">\n";
+  b += "<g class=\"heatmap\" data-rank-bin=\"" + std::to_string(rbin) + "\" data-round-bin=\"" + std::to_string(cbin) +
+       "\">\n";
   b += rect(left, top, gw, gh, "fill=\"#f4f4f4\" stroke=\"#b0b0b0\"");
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < C; ++j) {
@@ -693,32 +729,34 @@ std::string heat_map(const Schedule& s, const DrawOptions& o) {
       mirror |= is_mirror_round(s.round_labels[size_t(t)]);
     }
     if (fold || mirror)
-      b += rect(left + int(j) * cw, top - 10, cw, 6, "class=\"round-mark\" fill=\"" + std::string(mirror ? "#9467bd" : "#6b8fb8") + "\"");
+      b += rect(left + int(j) * cw, top - 10, cw, 6,
+                "class=\"round-mark\" fill=\"" + std::string(mirror ? "#9467bd" : "#6b8fb8") + "\"");
   }
   for (int64_t i = 0; i < R; ++i) {
     bool helper = false;
     for (int64_t r = i * rbin; r < std::min(s.p, (i + 1) * rbin); ++r) helper |= is_helper(s, r);
     if (helper) b += rect(left - 10, top + int(i) * ch, 6, ch, "class=\"helper-mark\" fill=\"#999999\"");
   }
-  if (shows_root(s))
-    b += rect(left - 18, top + int(s.root / rbin) * ch, 6, ch, "class=\"root-mark\" fill=\"#e6a800\"");
+  if (shows_root(s)) b += rect(left - 18, top + int(s.root / rbin) * ch, 6, ch, "class=\"root-mark\" fill=\"#e6a800\"");
   b += "</g>\n";
   // Axes: rank ticks at least 14 px apart, round ticks at least 56 px apart.
   const int64_t rstep = std::max<int64_t>(1, (14 + ch - 1) / ch), cstep = std::max<int64_t>(1, (56 + cw - 1) / cw);
   for (int64_t i = 0; i < R; i += rstep)
-    b += text(left - 22, top + int(i) * ch + ch / 2 + 4, "rank " + std::to_string(i * rbin), "text-anchor=\"end\" font-size=\"10\"");
+    b += text(left - 22, top + int(i) * ch + ch / 2 + 4, "rank " + std::to_string(i * rbin),
+              "text-anchor=\"end\" font-size=\"10\"");
   for (int64_t j = 0; j < C; j += cstep)
     b += text(left + int(j) * cw, top - 16, std::to_string(j * cbin), "font-size=\"10\"");
   b += text(left, top - 30, "round", "font-size=\"10\" font-weight=\"bold\"");
   int y = top + gh + 30;
   if (cex && cex->rank >= 0 && cex->round >= 0) {
-    b += "<g class=\"counterexample\" data-kind=\"" + std::string(counterexample_kind_name(cex->kind)) + "\" data-rank=\"" +
-         std::to_string(cex->rank) + "\" data-round=\"" + std::to_string(cex->round) + "\" data-block=\"" +
-         std::to_string(cex->block) + "\">\n";
-    b += "<rect class=\"cex-cell\" data-rank=\"" + std::to_string(cex->rank) + "\" data-round=\"" + std::to_string(cex->round) +
-         "\" x=\"" + std::to_string(left + int(cex->round / cbin) * cw - 2) + "\" y=\"" +
-         std::to_string(top + int(cex->rank / rbin) * ch - 2) + "\" width=\"" + std::to_string(cw + 4) + "\" height=\"" +
-         std::to_string(ch + 4) + "\" fill=\"none\" stroke=\"" + kRed + "\" stroke-width=\"2\"/>\n</g>\n";
+    b += "<g class=\"counterexample\" data-kind=\"" + std::string(counterexample_kind_name(cex->kind)) +
+         "\" data-rank=\"" + std::to_string(cex->rank) + "\" data-round=\"" + std::to_string(cex->round) +
+         "\" data-block=\"" + std::to_string(cex->block) + "\">\n";
+    b += "<rect class=\"cex-cell\" data-rank=\"" + std::to_string(cex->rank) + "\" data-round=\"" +
+         std::to_string(cex->round) + "\" x=\"" + std::to_string(left + int(cex->round / cbin) * cw - 2) + "\" y=\"" +
+         std::to_string(top + int(cex->rank / rbin) * ch - 2) + "\" width=\"" + std::to_string(cw + 4) +
+         "\" height=\"" + std::to_string(ch + 4) + "\" fill=\"none\" stroke=\"" + kRed +
+         "\" stroke-width=\"2\"/>\n</g>\n";
   }
   if (cex) {
     b += text(12, y, std::string("counterexample (") + counterexample_kind_name(cex->kind) + "):",
@@ -751,7 +789,8 @@ std::string heat_map(const Schedule& s, const DrawOptions& o) {
   b += text(434, y, "mirrored rounds", "font-size=\"10\"");
   b += "</g>\n";
   y += 16;
-  std::string out = header(width, y, "schedule " + s.name + " implements " + collective_name(s.collective) + ", " + instance_line(s, o));
+  std::string out = header(
+      width, y, "schedule " + s.name + " implements " + collective_name(s.collective) + ", " + instance_line(s, o));
   return out + b + "</svg>\n";
 }
 
@@ -779,7 +818,8 @@ bool svg_to_png(const std::string& svg, std::string& png, std::string& error) {
     error = "cannot create a temporary directory for rsvg-convert";
     return false;
   }
-  const std::string in = std::string(dir) + "/in.svg", out = std::string(dir) + "/out.png", log = std::string(dir) + "/err.txt";
+  const std::string in = std::string(dir) + "/in.svg", out = std::string(dir) + "/out.png",
+                    log = std::string(dir) + "/err.txt";
   auto cleanup = [&] {
     unlink(in.c_str());
     unlink(out.c_str());

@@ -10,12 +10,12 @@
 namespace bine {
 
 struct ProofSummary {
-  int64_t p_lo = 1, p_hi = 1;      ///< process counts checked, every root
+  int64_t p_lo = 1, p_hi = 1;           ///< process counts checked, every root
   std::vector<int64_t> not_applicable;  ///< p where a `requires` clause is false
   std::vector<std::string> unmet;       ///< parallel to not_applicable: the false clause's source text
-  bool order_preserving = false;   ///< for every checked p
+  bool order_preserving = false;        ///< for every checked p
   std::vector<std::pair<int64_t, int64_t>> order_ranges;  ///< p ranges proved order-preserving
-  bool same_bracketing = false;    ///< for every checked p
+  bool same_bracketing = false;                           ///< for every checked p
 };
 
 }  // namespace bine

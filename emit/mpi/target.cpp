@@ -1,7 +1,7 @@
 // The MPI target: one C-callable function per schedule with the MPI collective's signature,
 // over the header-only runtime runtime/include/bine/mpi_runtime.hpp (docs/targets.md).
-#include "emit_mpi.h"
 #include "target.h"
+#include "emit_mpi.h"
 
 namespace bine {
 
