@@ -153,6 +153,89 @@ class BufferPool {
   uint64_t kept_ = 0;  ///< bytes held by slots_
 };
 
+/// (offset, count) in elements of the working buffer (the vector, then `scratch` buffers).
+using ElemRange = std::pair<uint64_t, uint64_t>;
+
+/// One transfer of a compiled round (RoundPlan).
+struct XferPlan {
+  int64_t peer;      ///< real rank
+  bool recv, reduce;
+  bool buffered;     ///< send: packed into scratch first; receive: into scratch, applied after the wait
+  bool early;        ///< a buffered reducing receive reduced piece by piece as the pieces arrive
+  uint32_t first, n; ///< its element ranges, in message order: RoundPlan::ranges[first, first + n)
+  uint64_t total;    ///< elements of the message
+};
+/// A local `reduce`/`copy` of a compiled round: ranges `from` onto ranges `to`, in order.
+struct LocalPlan {
+  uint32_t from, nfrom, to, nto;  ///< element ranges in RoundPlan::ranges
+  bool reduce;
+};
+/// One round resolved to element ranges: what the runtime posts, waits for and applies.
+/// Compiled from the round's block sets once, then run on that call and, through a Plan,
+/// on every later call of the same shape.
+struct RoundPlan {
+  std::vector<ElemRange> ranges;
+  std::vector<XferPlan> xfers;   ///< posted in this order
+  std::vector<LocalPlan> locals; ///< applied after the receives, in program order
+  std::vector<std::vector<int64_t>> perms;  ///< block permutations (block j -> perm[j]), applied last
+  uint64_t piece = 0;            ///< elements per message piece (segmentation, kMaxChunk)
+};
+/// A persistent plan: every round one rank runs in one call of a generated collective,
+/// resolved, plus the `scratch` buffer count. Replaying it is the call without the
+/// schedule body's arithmetic (partners, block sets, folds, mirror).
+struct Plan {
+  std::vector<RoundPlan> rounds;
+  int64_t scratch = 0;
+};
+/// Everything a plan depends on: the schedule body sees p, r, root, `commutative` and the
+/// block geometry, and the runtime the element size, the working buffer's length and the
+/// segment size override. Buffers, datatype and communicator handles are not in it: the
+/// plan is in element offsets and ranks.
+struct PlanKey {
+  int kind;
+  int64_t size, rank, root;
+  uint64_t count, elem_bytes, block_elems;
+  bool commutative;
+  int64_t segment_env;  ///< BINE_SEGMENT_BYTES, -1 when unset
+  friend bool operator==(const PlanKey& a, const PlanKey& b) {
+    return a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root && a.count == b.count &&
+           a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems && a.commutative == b.commutative &&
+           a.segment_env == b.segment_env;
+  }
+};
+/// The plans of one generated function on one thread (a function-local thread_local):
+/// the kMax most recently built, found by key.
+class PlanCache {
+ public:
+  static constexpr size_t kMax = 16;
+  const Plan* find(const PlanKey& k) const {
+    for (const Entry& e : entries_)
+      if (e.key == k) return e.plan.get();
+    return nullptr;
+  }
+  void insert(const PlanKey& k, std::unique_ptr<Plan> plan) {
+    if (entries_.size() == kMax) entries_.erase(entries_.begin());  // the oldest
+    entries_.push_back({k, std::move(plan)});
+  }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    PlanKey key;
+    std::unique_ptr<Plan> plan;
+  };
+  std::vector<Entry> entries_;
+};
+
+/// BINE_SEGMENT_BYTES as a number of bytes, -1 when unset or not a number >= 0.
+inline int64_t segment_env() {
+  const char* env = std::getenv("BINE_SEGMENT_BYTES");
+  if (!env) return -1;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  return end != env && *end == '\0' && v >= 0 ? int64_t(v) : -1;
+}
+
 /// An inclusive range of process counts.
 struct PRange {
   int64_t lo, hi;
@@ -373,6 +456,7 @@ class BasicContext {
   /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
   /// pending error.
   int finish() {
+    if (replayed_) return copy_out();
     const FoldData d = bine::fold_steps(kind_).epilogue;
     if (fold_ == FoldKind::two_one && extra_ > 0 && d != FoldData::none) {
       const int64_t v = mod(rank_ - root_, size_);
@@ -396,6 +480,41 @@ class BasicContext {
       const int rc = execute(std::move(e));
       if (rc != MPI_SUCCESS) return rc;
     }
+    const int rc = copy_out();
+    if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
+      plan_rec_->scratch = scratch_buffers_;
+      plans_->insert(key_, std::move(plan_rec_));
+    }
+    return rc;
+  }
+
+  /// Looks up a persistent plan for this call's shape (PlanKey) in `cache`, the generated
+  /// function's: when there is one, replays it (the rounds, no schedule body; finish()
+  /// then only copies out) and replayed() is true; otherwise this call records its rounds
+  /// and finish() stores them in `cache` if it succeeds. Call after begin_*, when the
+  /// call is not finished().
+  int plan(PlanCache& cache) {
+    const PlanKey k{int(kind_), size_, rank_, root_, count_, elem_bytes_, block_elems_, commutative(), segment_env()};
+    if (const Plan* pl = cache.find(k)) {
+      replayed_ = true;
+      int rc = MPI_SUCCESS;
+      if (pl->scratch > 0 && (rc = set_scratch(pl->scratch)) != MPI_SUCCESS) return rc;
+      for (const RoundPlan& rp : pl->rounds)
+        if ((rc = run_round(rp)) != MPI_SUCCESS) return rc;
+      return MPI_SUCCESS;
+    }
+    key_ = k;
+    plans_ = &cache;
+    plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
+    return MPI_SUCCESS;
+  }
+  /// True when plan() replayed a persistent plan (the schedule body must not run).
+  bool replayed() const { return replayed_; }
+
+  /// The end of every call: the vector back from ext_ (`scratch`), the internal copy to
+  /// recvbuf (alltoall), this rank's block out (scatter, reduce_scatter); the first
+  /// pending domain error.
+  int copy_out() {
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
     if (out_ && block_elems_ > 0)
@@ -621,15 +740,12 @@ class BasicContext {
     bool local = false;         ///< a local reduction / copy: src -> set (reduce: set = src op set)
     BlockSet src;
   };
-  /// A receive into scratch memory, applied after the round's wait: element ranges of
-  /// the working buffer filled in order from the scratch buffer.
+  /// A receive into scratch memory (scratch_[scratch]), applied after the round's wait:
+  /// the element ranges of its XferPlan filled in order from the scratch buffer.
   struct Pending {
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (offset, count) in elements
+    const RoundPlan* round;
+    const XferPlan* x;
     size_t scratch;
-    int64_t peer;
-    bool reduce;  // else a buffered copy
-    uint64_t total = 0;  // elements of the message
-    bool early = false;  // reduced piece by piece as the pieces arrive
   };
   /// One posted request: a piece [first, first + count) of the message of pending_[pending]
   /// (pending < 0: a send or a receive straight into the buffer).
@@ -643,7 +759,7 @@ class BasicContext {
   int complete_round() {
     if (requests_.empty()) return MPI_SUCCESS;
     bool any_early = false;
-    for (const Pending& pd : pending_) any_early |= pd.early;
+    for (const Pending& pd : pending_) any_early |= pd.x->early;
     int rc;
     if (!any_early) {
       rc = transport_.wait_all(requests_.data(), int(requests_.size()));
@@ -660,7 +776,7 @@ class BasicContext {
       if (outcount < 0) break;
       for (int i = 0; i < outcount; ++i) {
         const Piece& pc = pieces_[size_t(done[size_t(i)])];
-        if (pc.pending >= 0 && pending_[size_t(pc.pending)].early)
+        if (pc.pending >= 0 && pending_[size_t(pc.pending)].x->early)
           if ((rc = apply_pending(pending_[size_t(pc.pending)], pc.first, pc.count)) != MPI_SUCCESS) return rc;
       }
       left -= outcount;
@@ -674,14 +790,16 @@ class BasicContext {
   int apply_pending(const Pending& pd, uint64_t first, uint64_t count) {
     char* tmp = scratch_[pd.scratch];
     uint64_t at = 0;  // message offset of the current range
-    for (const auto& [off, cnt] : pd.ranges) {
+    const ElemRange* rg = pd.round->ranges.data() + pd.x->first;
+    for (uint32_t k = 0; k < pd.x->n; ++k) {
+      const uint64_t off = rg[k].first, cnt = rg[k].second;
       const uint64_t lo = first > at ? first : at;
       const uint64_t hi = first + count < at + cnt ? first + count : at + cnt;
       if (lo < hi) {
         char* dst = static_cast<char*>(buf_) + (off + lo - at) * elem_bytes_;
         char* src = tmp + lo * elem_bytes_;
         const uint64_t n = hi - lo;
-        if (!pd.reduce) {
+        if (!pd.x->reduce) {
           std::memcpy(dst, src, n * elem_bytes_);
         } else {
           for (uint64_t d = 0; d < n; d += kMaxChunk) {
@@ -689,7 +807,7 @@ class BasicContext {
             char* dd = dst + d * elem_bytes_;
             char* t = src + d * elem_bytes_;
             int rc;
-            if (pd.peer < rank_) {
+            if (pd.x->peer < rank_) {
               rc = transport_.reduce_local(t, dd, int(c));
             } else {
               rc = transport_.reduce_local(dd, t, int(c));
@@ -707,12 +825,8 @@ class BasicContext {
   /// Elements per message piece: the segment size (environment override first) in whole
   /// elements, at least one, at most kMaxChunk.
   uint64_t piece_elements() const {
-    int64_t seg = segment_;
-    if (const char* env = std::getenv("BINE_SEGMENT_BYTES")) {
-      char* end = nullptr;
-      const long long v = std::strtoll(env, &end, 10);
-      if (end != env && *end == '\0' && v >= 0) seg = int64_t(v);
-    }
+    const int64_t env = segment_env();
+    const int64_t seg = env >= 0 ? env : segment_;
     if (seg <= 0) return kMaxChunk;
     const uint64_t e = uint64_t(seg) / elem_bytes_;
     return e < 1 ? 1 : e < kMaxChunk ? e : kMaxChunk;
@@ -858,83 +972,132 @@ class BasicContext {
     if (log) round_ops_.push_back({set, real, is_recv, reduce, {}, false, {}});
     round_posts_.push_back({set, real, is_recv, reduce, {}, false, {}});
   }
-  /// Posts the MPI transfer of one op: one message (split at kMaxChunk elements). A block
-  /// set of several ranges is packed into scratch (send) or received into scratch and
-  /// unpacked after the wait; so are receives that reduce, and copies into blocks a send of
-  /// the same round reads.
-  int transfer(const Op& op, const BlockSet& sent, const BlockSet& touched) {
+  /// Element ranges (offset, count) of a block set in the working buffer, scratch
+  /// included, appended to `out`; returns how many (empty blocks are skipped).
+  uint32_t element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
     const uint64_t B = uint64_t(geometry_blocks());
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    uint64_t total = 0;
-    for (const BlockSet::Range& rg : op.set.ranges()) {
-      const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
-      const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
-      if (cnt == 0) continue;
-      ranges.push_back({off, cnt});
-      total += cnt;
-    }
-    if (ranges.empty()) return MPI_SUCCESS;
-    const bool single = ranges.size() == 1;
-    char* base = static_cast<char*>(buf_) + ranges.front().first * elem_bytes_;
-    if (!op.is_recv && !single) {
-      char* w = scratch(total * elem_bytes_);
-      if (!w) return no_memory(total * elem_bytes_);
-      for (const auto& [off, cnt] : ranges) {
-        std::memcpy(w, static_cast<char*>(buf_) + off * elem_bytes_, cnt * elem_bytes_);
-        w += cnt * elem_bytes_;
-      }
-      base = scratch_.back();
-    }
-    int64_t pending = -1;
-    if (op.is_recv && (op.reduce || !single || !(op.set & sent).empty())) {
-      if (!scratch(total * elem_bytes_)) return no_memory(total * elem_bytes_);
-      // Early (piecewise) reduction only where nothing else of the round touches the blocks.
-      const bool early = op.reduce && piece_elements() < total && (op.set & touched).empty();
-      pending_.push_back({ranges, scratch_.size() - 1, op.real_peer, op.reduce, total, early});
-      pending = int64_t(pending_.size()) - 1;
-      base = scratch_.back();
-    }
-    const uint64_t piece = piece_elements();
-    for (uint64_t done = 0; done < total; done += piece) {
-      const int c = int(total - done < piece ? total - done : piece);
-      char* ptr = base + done * elem_bytes_;
-      pieces_.push_back({pending, done, uint64_t(c)});
-      requests_.push_back(Transport::null_request());
-      const int rc = op.is_recv ? transport_.post_recv(ptr, c, int(op.real_peer), &requests_.back())
-                                : transport_.post_send(ptr, c, int(op.real_peer), &requests_.back());
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    return MPI_SUCCESS;
-  }
-  /// Element ranges (offset, count) of a block set in the working buffer, scratch included.
-  std::vector<std::pair<uint64_t, uint64_t>> element_ranges(const BlockSet& set) const {
-    const uint64_t B = uint64_t(geometry_blocks());
-    std::vector<std::pair<uint64_t, uint64_t>> out;
+    uint32_t n = 0;
     for (const BlockSet::Range& rg : set.ranges()) {
       const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
       const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
-      if (cnt > 0) out.push_back({off, cnt});
+      if (cnt > 0) out.push_back({off, cnt}), ++n;
     }
-    return out;
+    return n;
   }
-  /// A local reduction or copy: the elements of op.src, in order, onto those of op.set.
-  int apply_local(const Op& op) {
-    const auto from = element_ranges(op.src), to = element_ranges(op.set);
-    uint64_t nf = 0, nt = 0;
-    for (const auto& fr : from) nf += fr.second;
-    for (const auto& tr : to) nt += tr.second;
-    if (nf != nt) {
-      return fail(MPI_ERR_OTHER, "a local reduce or copy between blocks of different sizes");
+  /// Resolves one round's ops to element ranges (RoundPlan). One message per op (split
+  /// into pieces of rp.piece elements). A send of several ranges is packed into scratch;
+  /// a receive goes to scratch and is applied after the wait when it reduces, has several
+  /// ranges, or lands in blocks a send of the same round reads; a reducing one is reduced
+  /// piece by piece (early) where nothing else of the round touches its blocks.
+  int compile_round(const std::vector<Op>& posts, RoundPlan& rp) const {
+    rp.piece = piece_elements();
+    BlockSet sent;
+    for (const Op& op : posts)
+      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
+    for (size_t i = 0; i < posts.size(); ++i) {
+      const Op& op = posts[i];
+      if (!op.perm.empty()) {
+        const uint64_t B = uint64_t(geometry_blocks());
+        for (size_t j = 0; j < op.perm.size(); ++j)
+          if (block_begin(count_, B, j + 1) - block_begin(count_, B, j) !=
+              block_begin(count_, B, uint64_t(op.perm[j]) + 1) - block_begin(count_, B, uint64_t(op.perm[j])))
+            return fail(MPI_ERR_OTHER, "out of domain: permute moves a block into a block of another size");
+        rp.perms.push_back(op.perm);
+        continue;
+      }
+      if (op.local) {
+        LocalPlan l{uint32_t(rp.ranges.size()), 0, 0, 0, op.reduce};
+        l.nfrom = element_ranges(op.src, rp.ranges);
+        l.to = uint32_t(rp.ranges.size());
+        l.nto = element_ranges(op.set, rp.ranges);
+        uint64_t nf = 0, nt = 0;
+        for (uint32_t k = 0; k < l.nfrom; ++k) nf += rp.ranges[l.from + k].second;
+        for (uint32_t k = 0; k < l.nto; ++k) nt += rp.ranges[l.to + k].second;
+        if (nf != nt) return fail(MPI_ERR_OTHER, "a local reduce or copy between blocks of different sizes");
+        rp.locals.push_back(l);
+        continue;
+      }
+      XferPlan x{op.real_peer, op.is_recv, op.reduce, false, false, uint32_t(rp.ranges.size()), 0, 0};
+      x.n = element_ranges(op.set, rp.ranges);
+      if (x.n == 0) continue;
+      for (uint32_t k = 0; k < x.n; ++k) x.total += rp.ranges[x.first + k].second;
+      if (!op.is_recv) {
+        x.buffered = x.n > 1;
+      } else {
+        x.buffered = op.reduce || x.n > 1 || !(op.set & sent).empty();
+        if (x.buffered && op.reduce && rp.piece < x.total) {
+          // What else the round touches: its sends and its other receives.
+          BlockSet touched = sent;
+          for (size_t j = 0; j < posts.size(); ++j)
+            if (j != i && posts[j].is_recv && !posts[j].local && posts[j].perm.empty()) touched = touched | posts[j].set;
+          x.early = (op.set & touched).empty();
+        }
+      }
+      rp.xfers.push_back(x);
     }
-    size_t i = 0, j = 0;
+    return MPI_SUCCESS;
+  }
+  /// Runs a compiled round: packs and posts its transfers in order, waits (reducing early
+  /// pieces as they arrive), applies the buffered receives, then the local reductions and
+  /// copies, then the permutations.
+  int run_round(const RoundPlan& rp) {
+    char* const buf = static_cast<char*>(buf_);
+    for (const XferPlan& x : rp.xfers) {
+      const ElemRange* rg = rp.ranges.data() + x.first;
+      char* base = buf + rg[0].first * elem_bytes_;
+      int64_t pending = -1;
+      if (x.buffered) {
+        char* m = scratch(x.total * elem_bytes_);
+        if (!m) return no_memory(x.total * elem_bytes_);
+        if (!x.recv) {
+          char* w = m;
+          for (uint32_t k = 0; k < x.n; ++k) {
+            std::memcpy(w, buf + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
+            w += rg[k].second * elem_bytes_;
+          }
+        } else {
+          pending_.push_back({&rp, &x, scratch_.size() - 1});
+          pending = int64_t(pending_.size()) - 1;
+        }
+        base = m;
+      }
+      for (uint64_t done = 0; done < x.total; done += rp.piece) {
+        const int c = int(x.total - done < rp.piece ? x.total - done : rp.piece);
+        char* ptr = base + done * elem_bytes_;
+        pieces_.push_back({pending, done, uint64_t(c)});
+        requests_.push_back(Transport::null_request());
+        const int rc = x.recv ? transport_.post_recv(ptr, c, int(x.peer), &requests_.back())
+                              : transport_.post_send(ptr, c, int(x.peer), &requests_.back());
+        if (rc != MPI_SUCCESS) return rc;  // the requests posted so far are cancelled by release_pending()
+      }
+    }
+    int rc = complete_round();
+    if (rc != MPI_SUCCESS) return rc;
+    for (const Pending& pd : pending_) {
+      if (pd.x->early) continue;  // reduced piece by piece in complete_round()
+      if ((rc = apply_pending(pd, 0, pd.x->total)) != MPI_SUCCESS) return rc;
+    }
+    for (const LocalPlan& l : rp.locals)
+      if ((rc = apply_local(rp, l)) != MPI_SUCCESS) return rc;
+    for (const std::vector<int64_t>& perm : rp.perms)
+      if ((rc = apply_permutation(perm)) != MPI_SUCCESS) return rc;
+    pending_.clear();
+    release_scratch();
+    return MPI_SUCCESS;
+  }
+  /// A local reduction or copy: the elements of ranges l.from, in order, onto those of l.to.
+  int apply_local(const RoundPlan& rp, const LocalPlan& l) {
+    const ElemRange* from = rp.ranges.data() + l.from;
+    const ElemRange* to = rp.ranges.data() + l.to;
+    uint32_t i = 0, j = 0;
     uint64_t di = 0, dj = 0;  // elements done in from[i], to[j]
     char* base = static_cast<char*>(buf_);
-    while (i < from.size() && j < to.size()) {
+    while (i < l.nfrom && j < l.nto) {
       uint64_t c = from[i].second - di < to[j].second - dj ? from[i].second - di : to[j].second - dj;
       if (c > kMaxChunk) c = kMaxChunk;
       char* src = base + (from[i].first + di) * elem_bytes_;
       char* dst = base + (to[j].first + dj) * elem_bytes_;
-      if (op.reduce) {
+      if (l.reduce) {
         const int rc = transport_.reduce_local(src, dst, int(c));
         if (rc != MPI_SUCCESS) return rc;
       } else {
@@ -945,25 +1108,20 @@ class BasicContext {
     }
     return MPI_SUCCESS;
   }
-  /// Moves block j of the working buffer to block perm[j].
-  void apply_permutation(const std::vector<int64_t>& perm) {
+  /// Moves block j of the working buffer to block perm[j] (block sizes checked by
+  /// compile_round()), through a copy of the buffer.
+  int apply_permutation(const std::vector<int64_t>& perm) {
     const uint64_t B = uint64_t(geometry_blocks());
     char* copy = BufferPool::local().acquire(count_ * elem_bytes_);
-    if (!copy) {
-      domain_error("permute: out of memory for a copy of the buffer");
-      return;
-    }
+    if (!copy) return no_memory(count_ * elem_bytes_);
     if (count_ > 0) std::memcpy(copy, buf_, count_ * elem_bytes_);
     for (size_t j = 0; j < perm.size(); ++j) {
       const uint64_t from = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - from;
       const uint64_t to = block_begin(count_, B, uint64_t(perm[j]));
-      if (len != block_begin(count_, B, uint64_t(perm[j]) + 1) - to) {
-        domain_error("permute moves a block into a block of another size");
-        break;
-      }
       std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy + from * elem_bytes_, len * elem_bytes_);
     }
     BufferPool::local().release(copy);
+    return MPI_SUCCESS;
   }
   void release_pending() {
     for (typename Transport::Request& rq : requests_) transport_.cancel(&rq);
@@ -972,46 +1130,17 @@ class BasicContext {
   }
 
   /// Posts one round's ops, waits for them, then applies its reductions, local statements
-  /// and permutations.
+  /// and permutations: compile_round() then run_round(); a recording call keeps the
+  /// compiled round for its plan.
   int execute(std::vector<Op> posts) {
-    round_posts_ = std::move(posts);
-    BlockSet sent;
-    for (const Op& op : round_posts_)
-      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
-    for (size_t i = 0; i < round_posts_.size(); ++i) {
-      const Op& op = round_posts_[i];
-      if (!op.perm.empty() || op.local) {
-        permutes_.push_back(op);
-        continue;
-      }
-      // What else the round touches: its sends and its other receives (for early reduction).
-      BlockSet touched = sent;
-      if (op.is_recv && op.reduce)
-        for (size_t j = 0; j < round_posts_.size(); ++j)
-          if (j != i && round_posts_[j].is_recv && !round_posts_[j].local) touched = touched | round_posts_[j].set;
-      if (const int rc = transfer(op, sent, touched); rc != MPI_SUCCESS) {
-        round_posts_.clear();
-        return rc;  // the requests posted so far are cancelled by release_pending()
-      }
-    }
     round_posts_.clear();
-    int rc = complete_round();
-    if (rc != MPI_SUCCESS) return rc;
-    for (const Pending& pd : pending_) {
-      if (pd.early) continue;  // reduced piece by piece in complete_round()
-      if ((rc = apply_pending(pd, 0, pd.total)) != MPI_SUCCESS) return rc;
-    }
-    // Local reductions and copies in program order, then permutations (never in one round:
-    // a permute is a round of its own).
-    for (const Op& op : permutes_)
-      if (op.local && (rc = apply_local(op)) != MPI_SUCCESS) return rc;
-    for (const Op& op : permutes_)
-      if (!op.local) apply_permutation(op.perm);
-    permutes_.clear();
-    if ((rc = fail_domain()) != MPI_SUCCESS) return rc;
-    pending_.clear();
-    release_scratch();
-    return MPI_SUCCESS;
+    RoundPlan local;
+    RoundPlan& rp = plan_rec_ ? plan_rec_->rounds.emplace_back() : local;
+    int rc = compile_round(posts, rp);
+    if (rc == MPI_SUCCESS) rc = run_round(rp);
+    if (rc == MPI_SUCCESS) rc = fail_domain();
+    if (rc != MPI_SUCCESS) plan_rec_.reset();  // a failed call leaves no plan
+    return rc;
   }
 
   // ---- fold 3-2 (bine::ThreeTwo; the compiler's build_three_two() builds the same rounds) ----
@@ -1165,7 +1294,10 @@ class BasicContext {
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
   std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
   std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
-  std::vector<Op> permutes_;     ///< this round's local reductions / copies and permutations, applied last
+  std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
+  PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
+  PlanKey key_{};                    ///< the call's shape (plan())
+  bool replayed_ = false;            ///< plan() replayed a persistent plan
   int recording_ = -1;
   /// A logged round of a phase: its index among the body's rounds and its ops.
   struct Logged {
