@@ -158,6 +158,10 @@ class Emitter {
     }
     o << "  if (rc != MPI_SUCCESS) return rc;\n";
     o << "  if (cx.finished()) return cx.finish();\n";
+    o << "  // A call of the same shape as an earlier one replays its rounds (persistent plan).\n";
+    o << "  static thread_local bine::mpi::PlanCache bine_plans;\n";
+    o << "  if ((rc = cx.plan(bine_plans)) != MPI_SUCCESS) return rc;\n";
+    o << "  if (cx.replayed()) return cx.finish();\n";
     std::string ind = "  ";
     if (sd_.fold != FoldKind::none) {
       if (sd_.fold == FoldKind::ring) {

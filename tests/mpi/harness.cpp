@@ -7,8 +7,11 @@
 //                          a non-commutative 2x2 matrix product must match the sequential
 //                          product M_0 M_1 ... M_{p-1} when the verifier marked the schedule
 //                          order-preserving, and be refused with MPI_ERR_OP otherwise.
+//   harness check-twice    the check matrix twice, with other data the second time (the
+//                          second pass replays the persistent plans the first built)
 //   harness trace DIR      records, through the PMPI shim, every call each schedule makes for
-//                          a few (root, count) pairs and writes DIR/trace.<rank>.json for
+//                          a few (root, count) pairs, each twice (building, then replaying
+//                          the persistent plan), and writes DIR/trace.<rank>.json for
 //                          tests/mpi/validate_traces.py to compare with `bine-cc schedule`.
 // Exit status 0 when every rank saw only matches.
 #include <mpi.h>
@@ -92,9 +95,11 @@ std::vector<size_t> counts() {
   return {0, 1, 7, 13, 1000, 4096 + 3, size_t(3 * size + 1)};
 }
 
+int data_salt = 0;  ///< changes every value (check-twice: the second pass's data differ)
+
 template <class T>
 T value(int r, size_t i) {
-  return T(int((r * 131 + int(i) * 7) % 1000) - 500);
+  return T(int((r * 131 + int(i) * 7 + data_salt * 389) % 1000) - 500);
 }
 
 template <class T>
@@ -455,68 +460,72 @@ int run_trace(const std::string& dir) {
     f << "}";
     first = false;
   };
-  const std::vector<size_t> ns = {size_t(1), size_t(1000), size_t(3 * size + 1)};
-  for (const AllreduceEntry& e : kAllreduce)
-    for (size_t n : ns) {
-      std::vector<int> s(n, 1), out(n, 0);
-      trace::begin(out.data(), sizeof(int), int64_t(n));
-      const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-      { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
-      if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
-    }
-  for (const BcastEntry& e : kBcast)
-    for (int root : roots())
-      for (size_t n : ns) {
-        std::vector<int> buf(n, rank);
-        trace::begin(buf.data(), sizeof(int), int64_t(n));
-        const int rc = e.fn(buf.data(), n, MPI_INT, root, MPI_COMM_WORLD);
-        { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
-        if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
-      }
-  const size_t p = size_t(size);
-  for (const auto& e : kReduce)
-    for (int root : roots())
+  // Every case twice: the first call of a shape builds the function's persistent plan,
+  // the second replays it; both must make exactly the calls of the verified Schedule.
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<size_t> ns = {size_t(1), size_t(1000), size_t(3 * size + 1)};
+    for (const AllreduceEntry& e : kAllreduce)
       for (size_t n : ns) {
         std::vector<int> s(n, 1), out(n, 0);
-        trace::begin(nullptr, 1, 0);
-        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
-        { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
+        trace::begin(out.data(), sizeof(int), int64_t(n));
+        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
         if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
       }
-  for (const auto& e : kAllgather)
-    for (size_t n : ns) {
-      std::vector<int> s(n, 1), out(n * p, 0);
-      trace::begin(nullptr, 1, 0);
-      const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
-      { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
-      if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
-    }
-  for (const auto* list : {&kGather, &kScatter})
-    for (const auto& e : *list)
+    for (const BcastEntry& e : kBcast)
       for (int root : roots())
         for (size_t n : ns) {
-          std::vector<int> s(n * p, 1), out(n * p, 0);
-          trace::begin(nullptr, 1, 0);
-          const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, root, MPI_COMM_WORLD);
+          std::vector<int> buf(n, rank);
+          trace::begin(buf.data(), sizeof(int), int64_t(n));
+          const int rc = e.fn(buf.data(), n, MPI_INT, root, MPI_COMM_WORLD);
           { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
           if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
         }
-  for (const auto& e : kReduceScatter)
-    for (size_t n : ns) {
-      std::vector<int> s(n * p, 1), out(n, 0);
-      trace::begin(nullptr, 1, 0);
-      const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-      { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
-      if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
-    }
-  for (const auto& e : kAlltoall)
-    for (size_t n : ns) {
-      std::vector<int> s(n * p, 1), out(n * p, 0);
-      trace::begin(nullptr, 1, 0);
-      const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
-      const auto rounds = trace::end();
-      if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds);
-    }
+    const size_t p = size_t(size);
+    for (const auto& e : kReduce)
+      for (int root : roots())
+        for (size_t n : ns) {
+          std::vector<int> s(n, 1), out(n, 0);
+          trace::begin(nullptr, 1, 0);
+          const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+          { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
+          if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+        }
+    for (const auto& e : kAllgather)
+      for (size_t n : ns) {
+        std::vector<int> s(n, 1), out(n * p, 0);
+        trace::begin(nullptr, 1, 0);
+        const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+        { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
+        if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+      }
+    for (const auto* list : {&kGather, &kScatter})
+      for (const auto& e : *list)
+        for (int root : roots())
+          for (size_t n : ns) {
+            std::vector<int> s(n * p, 1), out(n * p, 0);
+            trace::begin(nullptr, 1, 0);
+            const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, root, MPI_COMM_WORLD);
+            { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
+            if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+          }
+    for (const auto& e : kReduceScatter)
+      for (size_t n : ns) {
+        std::vector<int> s(n * p, 1), out(n, 0);
+        trace::begin(nullptr, 1, 0);
+        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
+        if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+      }
+    for (const auto& e : kAlltoall)
+      for (size_t n : ns) {
+        std::vector<int> s(n * p, 1), out(n * p, 0);
+        trace::begin(nullptr, 1, 0);
+        const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+        const auto rounds = trace::end();
+        if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds);
+      }
+  }
   f << "\n]\n";
   return failures == 0 ? 0 : 1;
 }
@@ -535,8 +544,15 @@ int main(int argc, char** argv) {
   fatal_handler = mode == "check-fatal";
   int rc = 2;
   if (mode == "check" || mode == "check-fatal") rc = run_check();
+  else if (mode == "check-twice") {
+    // The matrix twice, other data the second time: every call of the second pass has the
+    // shape of one of the first, so it replays that call's persistent plan.
+    rc = run_check();
+    data_salt = 1;
+    rc |= run_check();
+  }
   else if (mode == "trace" && argc > 2) rc = run_trace(argv[2]);
-  else if (rank == 0) std::fprintf(stderr, "usage: harness check | harness trace DIR\n");
+  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | trace DIR\n");
   MPI_Finalize();
   return rc;
 }

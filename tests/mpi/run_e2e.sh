@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end run of the generated library under mpirun (see harness.cpp):
 #   1. correctness against Open MPI's collectives for p in {1,...,8,11,12,16};
-#   2. the same with messages chunked at 5 elements (the > INT_MAX code path);
+#   2. the same with messages chunked at 5 elements (the > INT_MAX code path), and twice
+#      in one process (persistent plans replayed) at p = 3, 8;
 #   3. translation validation for p = 1..32 (the range the header states as verified);
 #   4. segmentation: the whole library with BINE_SEGMENT_BYTES=12 (every message in pieces
 #      of 12 bytes, reducing receives reduced piece by piece where the runtime allows it)
@@ -17,6 +18,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 status=0
 for p in 1 2 3 4 5 6 7 8 11 12 16; do
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
+done
+for p in 3 8; do
+  echo -n "twice (persistent plans replayed, other data) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-twice || status=1
 done
 for p in 1 5 8; do
   echo -n "default error handler (MPI_ERRORS_ARE_FATAL) "
