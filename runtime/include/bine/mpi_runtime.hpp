@@ -251,7 +251,14 @@ class BasicContext {
  public:
   /// `name`: the generated function's name, the first word of every error text (static
   /// storage, e.g. a string literal).
-  explicit BasicContext(const char* name = "bine") : name_(name) {}
+  explicit BasicContext(const char* name = "bine") : name_(name) {
+    Workspace& w = workspace();  // the vectors of the previous call, capacity kept
+    requests_.swap(w.requests);
+    pieces_.swap(w.pieces);
+    pending_.swap(w.pending);
+    scratch_.swap(w.scratch);
+    done_.swap(w.done);
+  }
   BasicContext(const BasicContext&) = delete;
   BasicContext& operator=(const BasicContext&) = delete;
   ~BasicContext() {
@@ -259,6 +266,14 @@ class BasicContext {
     release_scratch();
     BufferPool::local().release(own_);
     BufferPool::local().release(ext_);
+    Workspace& w = workspace();  // hand the (cleared) vectors to the next call
+    pending_.clear();
+    done_.clear();
+    requests_.swap(w.requests);
+    pieces_.swap(w.pieces);
+    pending_.swap(w.pending);
+    scratch_.swap(w.scratch);
+    done_.swap(w.done);
   }
 
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
@@ -753,6 +768,19 @@ class BasicContext {
     int64_t pending;
     uint64_t first, count;
   };
+  /// The per-call vectors, kept per thread between calls so that their capacity survives
+  /// (a context takes them at construction and gives them back, cleared, at destruction).
+  struct Workspace {
+    std::vector<typename Transport::Request> requests;
+    std::vector<Piece> pieces;
+    std::vector<Pending> pending;
+    std::vector<char*> scratch;
+    std::vector<int> done;
+  };
+  static Workspace& workspace() {
+    static thread_local Workspace w;
+    return w;
+  }
 
   /// Waits for the round's requests. Pieces of receives marked early are reduced as they
   /// complete (MPI_Waitsome); without such receives, one MPI_Waitall.
@@ -767,15 +795,15 @@ class BasicContext {
       pieces_.clear();
       return rc;
     }
-    std::vector<int> done(requests_.size());
+    done_.resize(requests_.size());
     int left = int(requests_.size());
     while (left > 0) {
       int outcount = 0;
-      rc = transport_.wait_some(requests_.data(), int(requests_.size()), &outcount, done.data());
+      rc = transport_.wait_some(requests_.data(), int(requests_.size()), &outcount, done_.data());
       if (rc != MPI_SUCCESS) return rc;
       if (outcount < 0) break;
       for (int i = 0; i < outcount; ++i) {
-        const Piece& pc = pieces_[size_t(done[size_t(i)])];
+        const Piece& pc = pieces_[size_t(done_[size_t(i)])];
         if (pc.pending >= 0 && pending_[size_t(pc.pending)].x->early)
           if ((rc = apply_pending(pending_[size_t(pc.pending)], pc.first, pc.count)) != MPI_SUCCESS) return rc;
       }
@@ -1289,6 +1317,7 @@ class BasicContext {
   Transport transport_;
   std::vector<typename Transport::Request> requests_;
   std::vector<char*> scratch_;   ///< this round's scratch memory (BufferPool), released at its end
+  std::vector<int> done_;        ///< indices of completed requests (complete_round)
   std::vector<Pending> pending_;
   std::vector<Piece> pieces_;    ///< what each request of requests_ carries
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
