@@ -56,6 +56,37 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
   return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
 }
 
+// Blocking forms: the runtime completes a round of one transfer, or of one send and one
+// receive, in one call; they are that round.
+int MPI_Send(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {
+  if (trace::on) {
+    trace::posting.push_back({"send", dest, trace::offset_of(buf), count});
+    trace::rounds.push_back(trace::posting);
+    trace::posting.clear();
+  }
+  return PMPI_Send(buf, count, dt, dest, tag, comm);
+}
+
+int MPI_Recv(void* buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status* st) {
+  if (trace::on) {
+    trace::posting.push_back({"recv", source, trace::offset_of(buf), count});
+    trace::rounds.push_back(trace::posting);
+    trace::posting.clear();
+  }
+  return PMPI_Recv(buf, count, dt, source, tag, comm, st);
+}
+
+int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype sdt, int dest, int stag, void* rbuf, int rcount,
+                 MPI_Datatype rdt, int source, int rtag, MPI_Comm comm, MPI_Status* st) {
+  if (trace::on) {
+    trace::posting.push_back({"send", dest, trace::offset_of(sbuf), scount});
+    trace::posting.push_back({"recv", source, trace::offset_of(rbuf), rcount});
+    trace::rounds.push_back(trace::posting);
+    trace::posting.clear();
+  }
+  return PMPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, st);
+}
+
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
   if (trace::on && !trace::posting.empty()) {
     trace::rounds.push_back(trace::posting);

@@ -1070,6 +1070,12 @@ class BasicContext {
   /// copies, then the permutations.
   int run_round(const RoundPlan& rp) {
     char* const buf = static_cast<char*>(buf_);
+    // A round of one message, or of one send and one receive, each in one piece: a single
+    // blocking call (MPI_Send / MPI_Recv / MPI_Sendrecv) instead of posting and waiting.
+    const bool fast = !rp.xfers.empty() && rp.xfers.size() <= 2 && rp.xfers.front().total <= rp.piece &&
+                      rp.xfers.back().total <= rp.piece &&
+                      (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv);
+    char* fast_base[2] = {nullptr, nullptr};
     for (const XferPlan& x : rp.xfers) {
       const ElemRange* rg = rp.ranges.data() + x.first;
       char* base = buf + rg[0].first * elem_bytes_;
@@ -1089,6 +1095,10 @@ class BasicContext {
         }
         base = m;
       }
+      if (fast) {
+        fast_base[&x - rp.xfers.data()] = base;
+        continue;
+      }
       for (uint64_t done = 0; done < x.total; done += rp.piece) {
         const int c = int(x.total - done < rp.piece ? x.total - done : rp.piece);
         char* ptr = base + done * elem_bytes_;
@@ -1099,7 +1109,20 @@ class BasicContext {
         if (rc != MPI_SUCCESS) return rc;  // the requests posted so far are cancelled by release_pending()
       }
     }
-    int rc = complete_round();
+    int rc;
+    if (fast) {
+      const XferPlan& a = rp.xfers.front();
+      const XferPlan& b = rp.xfers.back();
+      if (rp.xfers.size() == 1)
+        rc = a.recv ? transport_.recv(fast_base[0], int(a.total), int(a.peer))
+                    : transport_.send(fast_base[0], int(a.total), int(a.peer));
+      else if (a.recv)
+        rc = transport_.sendrecv(fast_base[1], int(b.total), int(b.peer), fast_base[0], int(a.total), int(a.peer));
+      else
+        rc = transport_.sendrecv(fast_base[0], int(a.total), int(a.peer), fast_base[1], int(b.total), int(b.peer));
+    } else {
+      rc = complete_round();
+    }
     if (rc != MPI_SUCCESS) return rc;
     for (const Pending& pd : pending_) {
       if (pd.x->early) continue;  // reduced piece by piece in complete_round()

@@ -13,6 +13,12 @@
 //                                           count: elements of the bound type (1..kMaxChunk);
 //                                           peer: a rank of the bound communicator
 //   int wait_all(Request* r, int n)         every request completes
+//   int send(const void* data, int count, int peer)
+//   int recv(void* data, int count, int peer)
+//   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer)
+//                                           a round of one transfer, or of one send and one
+//                                           receive, completed in one call (the same
+//                                           transfers as posting them and waiting for both)
 //   int wait_some(Request* r, int n, int* done, int* indices)
 //                                           at least one completes; *done = -1 when none is
 //                                           left to wait for
@@ -48,6 +54,14 @@ class MpiTransport {
     return MPI_Irecv(data, count, type_, peer, kTag, comm_, r);
   }
   int wait_all(Request* r, int n) { return MPI_Waitall(n, r, MPI_STATUSES_IGNORE); }
+  int send(const void* data, int count, int peer) { return MPI_Send(data, count, type_, peer, kTag, comm_); }
+  int recv(void* data, int count, int peer) {
+    return MPI_Recv(data, count, type_, peer, kTag, comm_, MPI_STATUS_IGNORE);
+  }
+  int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer) {
+    return MPI_Sendrecv(sdata, scount, type_, speer, kTag, rdata, rcount, type_, rpeer, kTag, comm_,
+                        MPI_STATUS_IGNORE);
+  }
   int wait_some(Request* r, int n, int* done, int* indices) {
     const int rc = MPI_Waitsome(n, r, done, indices, MPI_STATUSES_IGNORE);
     if (rc == MPI_SUCCESS && *done == MPI_UNDEFINED) *done = -1;
