@@ -112,7 +112,7 @@ class RankRun {
     for (const Param& pr : sd_->params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
     for (const ExprPtr& e : sd_->requires_)
       if (!eval_int(*e, e->span)) {
-        unmet = source_text(e->span);
+        unmet = e->span.text();
         unmet_clause = e.get();
         return false;
       }
@@ -145,10 +145,6 @@ class RankRun {
     diags_.error(at, instance_label(p_real_, root_real_, collective_) + ": " +
                          fm_.describe(rank_) + ": " + msg);
     throw Failure{};
-  }
-  static std::string source_text(const Span& s) {
-    if (!s.valid()) return "?";
-    return s.file->text.substr(s.begin, s.end - s.begin);
   }
   /// The `segment` clause of `t` in the current scope, else `inherited`.
   int64_t eval_segment(const ScheduleDecl& t, int64_t inherited) {
@@ -315,7 +311,7 @@ class RankRun {
         }
         for (const ExprPtr& e : t.requires_)
           if (!eval_int(*e, e->span))
-            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + source_text(e->span) +
+            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
                                 "' is false here");
         if (t.blocks) {
           const int64_t b = eval_int(*t.blocks, t.blocks->span);
@@ -863,7 +859,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       fm.ring = decl.fold_ring;
       if (req.p % fm.ring != 0) {
         // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).
-        if (unmet) *unmet = "p % " + std::to_string(fm.ring) + " == 0 (fold ring " + std::to_string(fm.ring) + ")";
+        if (unmet) *unmet = fold_ring_condition(fm.ring);
         return InstStatus::not_applicable;
       }
       fm.pv = req.p / fm.ring;

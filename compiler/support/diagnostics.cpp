@@ -18,6 +18,11 @@ std::string SourceFile::line_text(uint32_t line) const {
   return text.substr(b, e - b);
 }
 
+std::string Span::text() const {
+  if (!valid()) return "?";
+  return file->text.substr(begin, end - begin);
+}
+
 std::string Span::where() const {
   if (!file) return "<unknown>";
   return file->name + ":" + std::to_string(line) + ":" + std::to_string(col);

@@ -26,6 +26,7 @@ struct Span {
   uint32_t line = 0, col = 0;  ///< of begin
   bool valid() const { return file != nullptr; }
   std::string where() const;  ///< "file:line:col" or "<unknown>"
+  std::string text() const;   ///< the source text the span covers, "?" without a file
 };
 
 enum class Severity { error, warning, note };

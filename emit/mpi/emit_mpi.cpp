@@ -96,12 +96,6 @@ std::string c_string(const std::string& text) {
   return out + "\"";
 }
 
-/// The source text of `span` (a `requires` clause, as the checker reports it).
-std::string source_text(const Span& span) {
-  if (!span.valid()) return "?";
-  return span.file->text.substr(span.begin, span.end - span.begin);
-}
-
 /// Generated name of a schedule-language fn: its own namespace, so a `let` may share the name.
 std::string fn_name(const std::string& n) { return "bine_fn_" + n; }
 
@@ -170,7 +164,7 @@ class Emitter {
           << sd_.fold_ring << " ranks, one part of the vector\n";
         o << "  cx.fold_setup_ring(" << sd_.fold_ring << ");\n";
         o << "  if (!cx.fold_applies()) return cx.fail_requires("
-          << c_string("p % " + std::to_string(sd_.fold_ring) + " == 0 (fold ring " + std::to_string(sd_.fold_ring) + ")")
+          << c_string(fold_ring_condition(sd_.fold_ring))
           << ");\n";
       } else if (sd_.fold == FoldKind::three_two) {
         o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
@@ -194,7 +188,7 @@ class Emitter {
       o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
     for (const FnDecl& f : sd_.fns) fn(f, ind);
     for (const ExprPtr& e : sd_.requires_)
-      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(source_text(e->span)) << ");\n";
+      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text()) << ");\n";
     o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return cx.fail(MPI_ERR_OTHER, \"block count %lld is not positive\", (long long)B);\n";
     o << ind << "cx.set_blocks(B);\n";
@@ -261,7 +255,7 @@ class Emitter {
       for (const FnDecl& f : t.fns) fn(f, in);
       const std::string of = " (of composed schedule " + t.name + ")";
       for (const ExprPtr& e : t.requires_)
-        *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(source_text(e->span) + of) << ");\n";
+        *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text() + of) << ");\n";
       if (t.blocks)
         *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has another block count") << ");\n";
@@ -462,7 +456,7 @@ class Emitter {
         for (const FnDecl& f : t.fns) fn(f, in);
         for (const ExprPtr& e : t.requires_)
           o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires("
-            << c_string(source_text(e->span) + " (of composed schedule " + t.name + ")") << ");\n";
+            << c_string(e->span.text() + " (of composed schedule " + t.name + ")") << ");\n";
         if (t.blocks)
           o << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
             << c_string("composed schedule " + t.name + " has another block count") << ");\n";

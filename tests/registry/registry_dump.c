@@ -17,24 +17,20 @@ static void dump(const char* name, const char* collective, int (*applicable)(int
 }
 
 #define ROW(f, order, same) dump(#f, collective_name, f##_applicable, f##_requires);
+/* The rows of one collective's registry list. */
+#define DUMP(name, LIST) \
+  collective_name = name;  \
+  LIST(ROW)
 
 int main(void) {
   const char* collective_name;
-  collective_name = "allreduce";
-  BCC_ALLREDUCE_SCHEDULES(ROW)
-  collective_name = "bcast";
-  BCC_BCAST_SCHEDULES(ROW)
-  collective_name = "reduce";
-  BCC_REDUCE_SCHEDULES(ROW)
-  collective_name = "allgather";
-  BCC_ALLGATHER_SCHEDULES(ROW)
-  collective_name = "gather";
-  BCC_GATHER_SCHEDULES(ROW)
-  collective_name = "scatter";
-  BCC_SCATTER_SCHEDULES(ROW)
-  collective_name = "reduce_scatter";
-  BCC_REDUCE_SCATTER_SCHEDULES(ROW)
-  collective_name = "alltoall";
-  BCC_ALLTOALL_SCHEDULES(ROW)
+  DUMP("allreduce", BCC_ALLREDUCE_SCHEDULES)
+  DUMP("bcast", BCC_BCAST_SCHEDULES)
+  DUMP("reduce", BCC_REDUCE_SCHEDULES)
+  DUMP("allgather", BCC_ALLGATHER_SCHEDULES)
+  DUMP("gather", BCC_GATHER_SCHEDULES)
+  DUMP("scatter", BCC_SCATTER_SCHEDULES)
+  DUMP("reduce_scatter", BCC_REDUCE_SCATTER_SCHEDULES)
+  DUMP("alltoall", BCC_ALLTOALL_SCHEDULES)
   return 0;
 }

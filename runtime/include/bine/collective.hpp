@@ -2,6 +2,7 @@
 // Shared by the compiler (instantiation, verification) and the MPI runtime, so both fold
 // the same way (docs/language.md, "fold").
 #pragma once
+#include <string>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,12 @@ enum class FoldData { none, all, own_block };
 /// Sec. 3.1/3.3) or `fold ring R` (RT Sec. 3.4; R is stored next to it). One type for the
 /// language, the Schedule IR and the runtime.
 enum class FoldKind { none, two_one, three_two, ring };
+
+/// The condition `fold ring R` puts on p, as `check`, the header's `_requires` and the
+/// runtime's error text state it: "p % R == 0 (fold ring R)".
+inline std::string fold_ring_condition(int64_t R) {
+  return "p % " + std::to_string(R) + " == 0 (fold ring " + std::to_string(R) + ")";
+}
 
 /// The fold's extra rounds: before the body (prologue) the odd rank v hands its data to
 /// v - 1; after it (epilogue) v - 1 hands v its result.

@@ -544,11 +544,8 @@ class BasicContext {
   int64_t r() const { return fold_ == FoldKind::none ? rank_ : vrank_; }
   int64_t root() const { return fold_ == FoldKind::none ? root_ : vroot_; }
   /// True when the operator is commutative (the `commutative` name of the language).
-  bool commutative() const {
-    int c = 1;
-    if (op_ != MPI_OP_NULL) MPI_Op_commutative(op_, &c);  // no operator: nothing to reorder
-    return c != 0;
-  }
+  /// Queried once per call, by check_op(); true without an operator (nothing to reorder).
+  bool commutative() const { return commutative_; }
   /// Records why this call fails (printf-style `fmt`) as the thread's error_text(),
   /// prefixed with the function's name, and returns `code`. The first error of a call wins.
   int fail(int code, const char* fmt, ...) const __attribute__((format(printf, 3, 4))) {
@@ -931,7 +928,7 @@ class BasicContext {
     return own_ = BufferPool::local().acquire(bytes);
   }
   int no_memory(uint64_t bytes) const {
-    return fail(MPI_ERR_NO_MEM, "cannot allocate a working buffer of %llu bytes", (unsigned long long)bytes);
+    return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes of working or scratch memory", (unsigned long long)bytes);
   }
   /// Scratch memory of one round (packed sends, buffered receives), from the BufferPool.
   char* scratch(uint64_t bytes) {
@@ -950,10 +947,11 @@ class BasicContext {
   }
   /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
   /// the verifier proved that the schedule applies to it and reduces in rank order.
-  int check_op(PRanges order_p) const {
+  int check_op(PRanges order_p) {
     int commutative = 1;
     const int rc = MPI_Op_commutative(op_, &commutative);
     if (rc != MPI_SUCCESS) return rc;
+    commutative_ = commutative != 0;
     bool order_proved = false;
     for (const PRange& pr : order_p) order_proved |= size_ >= pr.lo && size_ <= pr.hi;
     if (!commutative && !order_proved)
@@ -1326,6 +1324,7 @@ class BasicContext {
   uint64_t count_ = 0, elem_bytes_ = 1;
   MPI_Datatype datatype_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
+  bool commutative_ = true;      ///< the operator's, from check_op()
   MPI_Comm comm_ = MPI_COMM_NULL;
   int64_t size_ = 1, rank_ = 0, root_ = 0, blocks_ = 1;
   bool blocks_set_ = false;
