@@ -1,10 +1,16 @@
 // The interpreter behind instantiation. One RankRun executes the schedule body for one
 // rank; rounds are opened by round statements and round loops as sema classified them.
+// What the rounds mean beyond the body's arithmetic (the folds, the mapping of body ranks
+// and blocks to real ones, the mirror's replay) is the round pipeline of
+// bine/rounds.hpp, the same code the generated MPI runtime runs; a Recorder sink turns its
+// rounds into the Schedule (docs/architecture.md, "One round pipeline").
 #include "instantiate.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "bine/builtins.hpp"
+#include "bine/rounds.hpp"
 #include "builtins_table.h"
 
 namespace bine {
@@ -19,58 +25,31 @@ struct Value {
   BlockSet s;
 };
 
-/// The fold's rank mapping (formulas.md, "Non-power-of-two process counts"); with no fold
-/// the body sees the real p, r and root.
-struct FoldMap {
-  bool on = false;
-  bool blocked = false;  ///< blocks are indexed by rank (gather, scatter, allgather, reduce_scatter)
-  bool three_two = false;  ///< `fold 3-2` (allreduce, root 0): the layout of `tt`
-  ThreeTwo tt;
-  /// `fold ring R` (allreduce, root 0): rings of R consecutive ranks; the body runs on
-  /// p / R virtual ranks (r / R) and on part `ring_c` = r mod R of the vector, body block b
-  /// being real block ring_c * body_blocks + b (set per rank by RankRun::run()).
-  int64_t ring = 0, ring_c = 0, body_blocks = 0;
-  int64_t p = 1, root = 0, pv = 1, extra = 0;
-  /// First v-space rank (block) of virtual rank w; w == pv gives p.
-  int64_t v_first(int64_t w) const { return w < extra ? 2 * w : w + extra; }
-  /// Body block set -> real block set. With rank-indexed blocks under a fold, virtual block
-  /// w stands for the blocks of the real ranks it represents (one or two), rotated by root.
-  BlockSet real_blocks(const BlockSet& body) const {
-    if (on && ring) return body.shifted(ring_c * body_blocks);
-    if (!on || !blocked) return body;
-    BlockSet out;
-    for (const auto& [lo, hi] : body.ranges())
-      out = out | BlockSet::wrap(v_first(lo) + root, v_first(hi) + root, p);
-    return out;
+/// "rank x" for messages; under a fold also the rank the body sees as r.
+std::string describe(const FoldLayout& fl, int64_t x) {
+  std::string d = "rank " + std::to_string(x);
+  if (fl.on() && !fl.helper(x) && fl.body_rank(x) != x) d += " (r = " + std::to_string(fl.body_rank(x)) + " after the fold)";
+  return d;
+}
+
+/// The statements the pipeline's operations come from (RoundOp::site, via_site), numbered
+/// for one instantiation.
+class SiteTable {
+ public:
+  int32_t id(const Stmt* s) {
+    if (s == last_) return last_id_;
+    auto [it, fresh] = ids_.try_emplace(s, int32_t(stmts_.size()));
+    if (fresh) stmts_.push_back(s);
+    last_ = s;
+    return last_id_ = it->second;
   }
-  int64_t v_of(int64_t x) const { return mod(x - root, p); }
-  int64_t real_of_v(int64_t v) const { return mod(v + root, p); }
-  bool active(int64_t x) const {
-    if (!on || ring) return true;
-    if (three_two) return !ThreeTwo::helps(tt.role(v_of(x)));
-    const int64_t v = v_of(x);
-    return v >= 2 * extra || even(v);
-  }
-  int64_t body_rank(int64_t x) const {
-    if (!on) return x;
-    if (three_two) return tt.virt(v_of(x));
-    if (ring) return v_of(x) / ring;
-    const int64_t v = v_of(x);
-    return v < 2 * extra ? v / 2 : v - extra;
-  }
-  int64_t real_peer(int64_t w) const {
-    if (!on) return mod(w, p);
-    w = mod(w, pv);
-    if (three_two) return real_of_v(tt.survivor(w));
-    if (ring) return real_of_v(ring * w + ring_c);
-    return real_of_v(w < extra ? 2 * w : w + extra);
-  }
-  /// "rank x" for messages; under the fold also the rank the body sees as r.
-  std::string describe(int64_t x) const {
-    std::string d = "rank " + std::to_string(x);
-    if (on && active(x) && body_rank(x) != x) d += " (r = " + std::to_string(body_rank(x)) + " after the fold)";
-    return d;
-  }
+  const Stmt* at(int32_t id) const { return id >= 0 ? stmts_[size_t(id)] : nullptr; }
+
+ private:
+  std::unordered_map<const Stmt*, int32_t> ids_;
+  std::vector<const Stmt*> stmts_;
+  const Stmt* last_ = nullptr;
+  int32_t last_id_ = -1;
 };
 
 struct Failure {};
@@ -80,35 +59,54 @@ std::string instance_label(int64_t p, int64_t root, Collective c) {
   return "p=" + std::to_string(p) + (collective_is_rooted(c) ? " root=" + std::to_string(root) : "");
 }
 
+class RankRun;
+
+/// The sink of one rank's round pipeline: the instance rounds, in order, as Schedule ops
+/// with their origins, and what kind each is (instantiate() places them).
+struct Recorder {
+  RankRun* run = nullptr;
+  std::vector<Round> rounds;
+  std::vector<RoundKind> kinds;
+  int round(RoundKind kind, std::vector<RoundOp>& ops);
+  void replay(int64_t body_round);
+  int fold_error(const FoldRoundError& e);
+};
+
 class RankRun {
  public:
-  RankRun(const Program& prog, const ScheduleDecl& sd, const FoldMap& fm, int64_t real_rank,
-          bool commutative, DiagnosticSink& diags, int64_t p_real, int64_t root_real)
-      : prog_(prog), sd_(&sd), fm_(fm), rank_(real_rank), commutative_(commutative), diags_(diags),
-        p_real_(p_real), root_real_(root_real), collective_(sd.collective) {
-    p_ = fm.on ? fm.pv : p_real;
-    r_ = fm.body_rank(real_rank);
-    root_ = fm.on ? 0 : root_real;
+  RankRun(const Program& prog, const ScheduleDecl& sd, const FoldLayout& fl, SiteTable& sites, int64_t real_rank,
+          bool commutative, DiagnosticSink& diags)
+      : prog_(prog), sd_(&sd), top_(&sd), fl_(fl), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags),
+        collective_(sd.collective) {
+    pipe_.setup(fl, real_rank);
+    p_ = pipe_.p();
+    r_ = pipe_.r();
+    root_ = pipe_.root();
     slots_.resize(size_t(sd.num_slots));
-    phase_rounds_.resize(size_t(sd.num_phases), {0, 0});
+    next_phase_ = sd.num_phases;
   }
+  RankRun(const RankRun&) = delete;
+  RankRun(RankRun&& o) noexcept = default;
 
-  std::vector<Round> rounds;
-  std::vector<const Stmt*> sites;   ///< the statement that opened each round
-  std::vector<std::string> labels;
-  std::vector<int64_t> segments;    ///< the `segment` size in force in each round (bytes, 0: none)
+  Recorder rec;                     ///< the instance rounds of this rank
+  std::vector<const Stmt*> sites;   ///< [body round] the statement that opened it (a mirror for its replays)
+  std::vector<std::string> labels;  ///< [body round]
+  std::vector<int64_t> segments;    ///< [body round] the `segment` size in force (bytes, 0: none)
   int64_t blocks = 1;
   int64_t scratch = 0;              ///< K of `scratch K` (buffers besides the vector)
   int64_t top_segment = 0;          ///< the top-level schedule's `segment` (fold rounds use it)
   std::string unmet;
   const Expr* unmet_clause = nullptr;  ///< the first false `requires` clause
-  /// Under `fold 3-2`: the body round in which the body's final mirror replays body round 0
-  /// (the fold's epilogue is fused with it), else -1.
-  int64_t fused_round = -1;
 
-  /// Runs params, requires, blocks and the body. Returns false when `requires` fails
-  /// (unmet is set). Throws Failure after reporting a diagnostic.
+  /// True when the final mirror's replay of the first round was fused with the `fold 3-2`
+  /// epilogue.
+  bool fused() const { return pipe_.fused(); }
+
+  /// Runs params, requires, blocks, the fold's prologue, the body and the fold's epilogue.
+  /// Returns false when `requires` fails (unmet is set). Throws Failure after reporting a
+  /// diagnostic.
   bool run() {
+    rec.run = this;
     for (const Param& pr : sd_->params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
     for (const ExprPtr& e : sd_->requires_)
       if (!eval_int(*e, e->span)) {
@@ -117,14 +115,10 @@ class RankRun {
         return false;
       }
     blocks = sd_->blocks ? eval_int(*sd_->blocks, sd_->blocks->span) : p_;
-    if (fm_.on && fm_.ring) {
-      fm_.ring_c = mod(fm_.v_of(rank_), fm_.ring);
-      fm_.body_blocks = blocks;
-      if (blocks > kMaxBlocks / (2 * fm_.ring))
-        fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
-             "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(fm_.ring) +
-                 "' parts and buffers exceeds " + std::to_string(kMaxBlocks) + " blocks");
-    }
+    if (fl_.ring && blocks > kMaxBlocks / (2 * fl_.ring))
+      fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
+           "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(fl_.ring) +
+               "' parts and buffers exceeds " + std::to_string(kMaxBlocks) + " blocks");
     if (blocks < 1 || blocks > kMaxBlocks)
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
@@ -136,15 +130,86 @@ class RankRun {
                                      " blocks in all buffers)");
     }
     top_segment = segment_ = eval_segment(*sd_, 0);
+    pipe_.set_blocks(blocks);
+    check(pipe_.prologue(rec, collective_));
     exec_top(sd_->body, /*at_end=*/true);
+    check(pipe_.epilogue(rec, collective_));
     return true;
+  }
+  /// A rank the fold sets aside (two-one): only the fold's rounds, on the instance's
+  /// `body_blocks` blocks.
+  void run_helper(int64_t body_blocks) {
+    rec.run = this;
+    pipe_.set_blocks(body_blocks);
+    check(pipe_.prologue(rec, collective_));
+    check(pipe_.epilogue(rec, collective_));
+  }
+
+  // ---- for the Recorder ----
+  /// A mirror replays body round i: its label, site and segment.
+  void replayed(int64_t i) {
+    const Stmt& s = *mirror_;
+    if (sites.size() >= kMaxRounds) fail(s.span, "more than " + std::to_string(kMaxRounds) + " rounds");
+    sites.push_back(&s);
+    labels.push_back("phase " + s.name + " (mirror of phase '" + s.other + "', its body round " + std::to_string(i) + ")");
+    segments.push_back(segment_);
+  }
+  /// The Schedule op of a pipeline op, with its origin.
+  Op op_of(RoundOp&& o) const {
+    const Stmt* site = sites_.at(o.site);
+    Origin org{site ? site->span : Span{}, {}, {}};
+    switch (o.via) {
+      case Via::direct: break;
+      case Via::mirror: {
+        const Stmt* m = sites_.at(o.via_site);
+        org.via = "mirror of phase '" + m->other + "'";
+        org.via_span = m->span;
+        break;
+      }
+      case Via::fold: org = Origin{top_->fold_span, "fold", top_->fold_span}; break;
+      case Via::fold_pair: org.via = "fold 3-2 (2-1 pair)", org.via_span = top_->fold_span; break;
+      case Via::fold_step: org.via = "fold 3-2 (3-2 step)", org.via_span = top_->fold_span; break;
+    }
+    switch (o.kind) {
+      case RoundOp::Kind::send: return SendOp{o.peer, std::move(o.blocks), std::move(org)};
+      case RoundOp::Kind::recv: return RecvOp{o.peer, std::move(o.blocks), o.reduce, std::move(org)};
+      case RoundOp::Kind::local: return LocalOp{std::move(o.src), std::move(o.blocks), o.reduce, std::move(org)};
+      case RoundOp::Kind::permute: {
+        PermuteOp pm;
+        pm.to = std::move(o.to);
+        pm.origin = std::move(org);
+        pm.blocks = std::move(o.blocks);
+        return pm;
+      }
+    }
+    return SendOp{};
+  }
+  /// Reports why the body's first round cannot host `fold 3-2` (RT Sec. 3.1).
+  void fold_round_error(const FoldRoundError& e) {
+    std::string why;
+    switch (e.why) {
+      case FoldRoundError::Why::not_transfer: why = "has a local statement or permute in it"; break;
+      case FoldRoundError::Why::wrong_peer:
+        why = "communicates with " + describe(fl_, e.op->peer) + ", not with " + describe(fl_, e.partner);
+        break;
+      case FoldRoundError::Why::copies: why = "receives without reducing"; break;
+    }
+    const Stmt* site = sites_.at(e.op->site);
+    diags_.error(site ? site->span : top_->fold_span,
+                 instance_label(fl_.p, fl_.root, collective_) + ": " + describe(fl_, rank_) +
+                     ": 'fold 3-2' fuses the 3-2 and 2-1 elimination steps with the body's first round, which must be a "
+                     "reducing exchange between r = 2w and 2w + 1 (RT Sec. 3.1); here r = " +
+                     std::to_string(e.w) + " " + why);
   }
 
  private:
   [[noreturn]] void fail(const Span& at, const std::string& msg) {
-    diags_.error(at, instance_label(p_real_, root_real_, collective_) + ": " +
-                         fm_.describe(rank_) + ": " + msg);
+    diags_.error(at, instance_label(fl_.p, fl_.root, collective_) + ": " + describe(fl_, rank_) + ": " + msg);
     throw Failure{};
+  }
+  /// A pipeline call's result: a Failure when it stopped (its diagnostic is reported).
+  void check(int rc) {
+    if (rc) throw Failure{};
   }
   /// The `segment` clause of `t` in the current scope, else `inherited`.
   int64_t eval_segment(const ScheduleDecl& t, int64_t inherited) {
@@ -178,12 +243,16 @@ class RankRun {
     at_end_ = false;
   }
   void open_round(const Stmt& site, const std::string& label) {
-    if (rounds.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
-    rounds.emplace_back();
+    if (sites.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
     sites.push_back(&site);
     labels.push_back(label);
     segments.push_back(segment_);
+    pipe_.begin_round();
     in_round_ = true;
+  }
+  void close_round() {
+    in_round_ = false;
+    check(pipe_.end_round(rec));
   }
   std::string where_label(const Stmt& s) const {
     std::string l = phase_name_.empty() ? "" : "phase " + phase_name_ + ", ";
@@ -193,7 +262,7 @@ class RankRun {
     if (s.round && !in_round_) {
       open_round(s, where_label(s));
       exec_inner(s);
-      in_round_ = false;
+      close_round();
       return;
     }
     exec_inner(s);
@@ -215,7 +284,7 @@ class RankRun {
           if (s.round_loop) {
             open_round(s, where_label(s) + ", " + s.name + " = " + std::to_string(i));
             exec_block(s.body);
-            in_round_ = false;
+            close_round();
           } else {
             exec_block(s.body);
           }
@@ -227,50 +296,51 @@ class RankRun {
         else exec_block(s.else_body);
         return;
       case StmtKind::send: {
-        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
-        add(SendOp{peer, std::move(set), Origin{s.span, {}, {}}});
+        const BlockSet set = eval_set(*s.a, s.span);
+        const int64_t peer = eval_int(*s.b, s.span);
+        in_round(s);
+        pipe_.send(set, peer, sites_.id(&s));
         return;
       }
       case StmtKind::recv: {
-        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
-        add(RecvOp{peer, std::move(set), s.reduce, Origin{s.span, {}, {}}});
+        const BlockSet set = eval_set(*s.a, s.span);
+        const int64_t peer = eval_int(*s.b, s.span);
+        in_round(s);
+        pipe_.recv(set, peer, s.reduce, sites_.id(&s));
         return;
       }
       case StmtKind::exchange: {
-        BlockSet out = fm_.real_blocks(eval_set(*s.a, s.span));
-        BlockSet in = fm_.real_blocks(eval_set(*s.b, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.c, s.span));
-        add(SendOp{peer, std::move(out), Origin{s.span, {}, {}}});
-        add(RecvOp{peer, std::move(in), s.reduce, Origin{s.span, {}, {}}});
+        const BlockSet out = eval_set(*s.a, s.span);
+        const BlockSet in = eval_set(*s.b, s.span);
+        const int64_t peer = eval_int(*s.c, s.span);
+        in_round(s);
+        pipe_.send(out, peer, sites_.id(&s));
+        pipe_.recv(in, peer, s.reduce, sites_.id(&s));
         return;
       }
       case StmtKind::phase: {
-        const size_t start = rounds.size();
+        pipe_.begin_phase(phase_base_ + s.phase_id);
         phase_name_ = s.name;
         exec_block(s.body);
         phase_name_.clear();
-        phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
+        pipe_.end_phase(phase_base_ + s.phase_id);
         return;
       }
       case StmtKind::round_block:
         exec_block(s.body);
         return;
       case StmtKind::local: {
-        BlockSet src = fm_.real_blocks(eval_set(*s.a, s.span));
-        BlockSet dst = fm_.real_blocks(eval_set(*s.b, s.span));
-        add(LocalOp{std::move(src), std::move(dst), s.reduce, Origin{s.span, {}, {}}});
+        const BlockSet src = eval_set(*s.a, s.span);
+        const BlockSet dst = eval_set(*s.b, s.span);
+        in_round(s);
+        pipe_.local(src, dst, s.reduce, sites_.id(&s));
         return;
       }
       case StmtKind::permute: {
         // Block j moves to block f(j); f must be a bijection on [0, B).
-        if (fm_.on && fm_.blocked)
+        if (fl_.on() && fl_.blocked)
           fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
-        PermuteOp op;
-        op.origin = Origin{s.span, {}, {}};
-        op.blocks = BlockSet::all(blocks);
-        op.to.assign(size_t(blocks), 0);
+        std::vector<int64_t> to(size_t(blocks), 0);
         std::vector<char> hit(size_t(blocks), 0);
         for (int64_t j = 0; j < blocks; ++j) {
           slots_[size_t(s.slot)].i = j;
@@ -282,9 +352,10 @@ class RankRun {
             fail(s.a->span, "permute is not a bijection: two blocks go to block " + std::to_string(d) + " (one of them is block " +
                                 std::to_string(j) + ")");
           hit[size_t(d)] = 1;
-          op.to[size_t(j)] = d;
+          to[size_t(j)] = d;
         }
-        add(std::move(op));
+        in_round(s);
+        pipe_.permute(std::move(to), sites_.id(&s));
         return;
       }
       case StmtKind::use: {
@@ -297,13 +368,14 @@ class RankRun {
         for (const Stmt::Override& ov : s.overrides) given.emplace_back(ov.param, eval_int(*ov.value, ov.value->span));
         const ScheduleDecl* saved_sd = sd_;
         std::vector<Value> saved_slots = std::move(slots_);
-        std::vector<std::pair<size_t, size_t>> saved_phases = std::move(phase_rounds_);
+        const int saved_base = phase_base_;
         const std::string saved_name = phase_name_;
+        pipe_.begin_phase(saved_base + s.phase_id);
         sd_ = &t;
         slots_.assign(size_t(t.num_slots), Value{});
-        phase_rounds_.assign(size_t(t.num_phases), {0, 0});
+        phase_base_ = next_phase_;  // the used schedule's phases: ids of their own
+        next_phase_ += t.num_phases;
         phase_name_ = s.name;
-        const size_t start = rounds.size();
         for (size_t k = 0; k < t.params.size(); ++k) {
           const Param& pr = t.params[k];
           const auto g = std::find_if(given.begin(), given.end(), [&](const auto& v) { return v.first == int(k); });
@@ -331,44 +403,20 @@ class RankRun {
         segment_ = saved_segment;
         sd_ = saved_sd;
         slots_ = std::move(saved_slots);
-        phase_rounds_ = std::move(saved_phases);
+        phase_base_ = saved_base;
         phase_name_ = saved_name;
-        phase_rounds_[size_t(s.phase_id)] = {start, rounds.size()};
+        pipe_.end_phase(saved_base + s.phase_id);
         return;
       }
-      case StmtKind::mirror: {
-        const auto [start, end] = phase_rounds_[size_t(s.mirror_of)];
-        const std::string via = "mirror of phase '" + s.other + "'";
-        for (size_t i = end; i-- > start;) {
-          open_round(s, "phase " + s.name + " (" + via + ", its body round " + std::to_string(i) + ")");
-          if (fm_.three_two && at_end_ && i == 0) fused_round = int64_t(rounds.size()) - 1;
-          const Round src = rounds[i];
-          for (const Op& op : src) {
-            Origin o = origin_of(op);
-            o.via = via;
-            o.via_span = s.span;
-            if (const auto* snd = std::get_if<SendOp>(&op)) {
-              rounds.back().push_back(RecvOp{snd->peer, snd->blocks, false, o});
-            } else if (std::holds_alternative<LocalOp>(op)) {
-              continue;  // local reductions and copies are not replayed by a mirror
-            } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
-              PermuteOp inv = *pm;  // mirrored: the inverse permutation
-              for (size_t j = 0; j < pm->to.size(); ++j) inv.to[size_t(pm->to[j])] = int64_t(j);
-              inv.origin = o;
-              rounds.back().push_back(std::move(inv));
-            } else {
-              rounds.back().push_back(SendOp{peer_of(op), blocks_of(op), o});
-            }
-          }
-          in_round_ = false;
-        }
+      case StmtKind::mirror:
+        // The pipeline replays the phase's rounds; replayed() labels each (Recorder::replay).
+        mirror_ = &s;
+        check(pipe_.mirror(rec, phase_base_ + s.mirror_of, at_end_, sites_.id(&s)));
         return;
-      }
     }
   }
-  void add(Op op) {
-    if (!in_round_) fail(origin_of(op).span, "internal: transfer outside a round");
-    rounds.back().push_back(std::move(op));
+  void in_round(const Stmt& s) {
+    if (!in_round_) fail(s.span, "internal: transfer outside a round");
   }
 
   // ---- expressions ----
@@ -566,7 +614,7 @@ class RankRun {
   }
   /// Blocks per buffer in the instance: B, or R * B under `fold ring R` (the body's blocks are
   /// one R-th of each buffer; real_blocks() then shifts them to the rank's part).
-  int64_t buffer_stride() const { return fm_.on && fm_.ring ? fm_.ring * blocks : blocks; }
+  int64_t buffer_stride() const { return fl_.ring ? fl_.ring * blocks : blocks; }
   /// BlockSet::stride's set (blocks first + j*step mod B, j < count), built in
   /// O(count log count) rather than by count unions, with wrapping arithmetic.
   BlockSet stride(int64_t first, int64_t step, int64_t count, const Span& at) {
@@ -584,16 +632,20 @@ class RankRun {
 
   const Program& prog_;
   const ScheduleDecl* sd_;
-  FoldMap fm_;  ///< a copy: under `fold ring` it holds this rank's ring coordinate
+  const ScheduleDecl* top_;  ///< the top-level schedule (its fold)
+  FoldLayout fl_;
+  SiteTable& sites_;
   int64_t rank_;
   bool commutative_;
   DiagnosticSink& diags_;
-  int64_t p_real_, root_real_;
   Collective collective_;  ///< of the top-level schedule (error labels)
   int64_t p_ = 1, r_ = 0, root_ = 0;
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
-  std::vector<std::pair<size_t, size_t>> phase_rounds_;
+  int phase_base_ = 0;   ///< the pipeline's id of phase 0 of the schedule being run
+  int next_phase_ = 0;   ///< the next free phase id (composed schedules get fresh ones)
+  const Stmt* mirror_ = nullptr;  ///< the mirror statement being replayed
+  RoundPipeline pipe_;
   std::string phase_name_;
   bool in_round_ = false;
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
@@ -601,230 +653,17 @@ class RankRun {
   bool at_end_ = false;  ///< the statement being run ends the top-level body (exec_top)
 };
 
-/// What virtual rank w does in the body's first round (run of its survivor): the blocks it
-/// sends, the blocks it receives, and what it keeps = receives | (all - sends): the part of
-/// the vector it holds reduced over its pair afterwards.
-struct FirstRound {
-  BlockSet sent, received, kept;
-};
-FirstRound first_round(const Round& r0, const BlockSet& all) {
-  FirstRound f;
-  for (const Op& op : r0) {
-    if (const auto* s = std::get_if<SendOp>(&op)) f.sent = f.sent | s->blocks;
-    if (const auto* v = std::get_if<RecvOp>(&op)) f.received = f.received | v->blocks;
-  }
-  f.kept = f.received | (all - f.sent);
-  return f;
+int Recorder::round(RoundKind kind, std::vector<RoundOp>& ops) {
+  Round& rd = rounds.emplace_back();
+  rd.reserve(ops.size());
+  for (RoundOp& o : ops) rd.push_back(run->op_of(std::move(o)));
+  kinds.push_back(kind);
+  return 0;
 }
-
-/// `fold 3-2` for p = p' + extra, extra > 0 (docs/language.md, "fold 3-2"; RT Sec. 3.1 and
-/// 3.3): the body ran on the survivors as p' virtual ranks; its first round is replaced by
-/// rounds A and B of the elimination, its last round, when it is the final mirror's replay
-/// of the first, by rounds E1 and E2 (else one epilogue round E follows the body). Body round
-/// k >= 1 becomes instance round k + 1 (the fused last one: R + 1), R + 2 rounds in all.
-InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vector<RankRun>& runs, const RankRun& ref,
-                           Schedule& out, DiagnosticSink& diags) {
-  using Role = ThreeTwo::Role;
-  const ThreeTwo& tt = fm.tt;
-  const size_t R = ref.rounds.size();
-  const std::string inst = instance_label(out.p, out.root, decl.collective);
-  if (R == 0) {
-    diags.error(decl.fold_span, inst + ": 'fold 3-2' needs a body with at least one round (its first round is fused with "
-                                       "the 3-2 step)");
-    return InstStatus::error;
-  }
-  const bool fused = R >= 2 && ref.fused_round == int64_t(R) - 1;
-  // The 3-2 and 2-1 steps stand in for the first butterfly exchange of the virtual ranks
-  // they double up (RT Sec. 3.1 and 3.3): that round must pair 2w with 2w + 1 only.
-  for (int64_t w = 0; w < tt.vregion_end(); ++w) {
-    const int64_t x = fm.real_of_v(tt.survivor(w)), partner = fm.real_of_v(tt.survivor(w ^ 1));
-    for (const Op& op : runs[size_t(x)].rounds[0]) {
-      std::string why;
-      const auto* rv = std::get_if<RecvOp>(&op);
-      if (!is_transfer(op)) why = "has a local statement or permute in it";
-      else if (peer_of(op) != partner)
-        why = "communicates with " + fm.describe(peer_of(op)) + ", not with " + fm.describe(partner);
-      else if (rv && !rv->reduce) why = "receives without reducing";
-      if (why.empty()) continue;
-      diags.error(origin_of(op).span, inst + ": " + fm.describe(x) + ": 'fold 3-2' fuses the 3-2 and 2-1 elimination steps with " +
-                                          "the body's first round, which must be a reducing exchange between r = 2w and 2w + 1 " +
-                                          "(RT Sec. 3.1); here r = " + std::to_string(w) + " " + why);
-      return InstStatus::error;
-    }
-  }
-  const BlockSet all = BlockSet::all(out.blocks);
-  const Origin fo{decl.fold_span, "fold", decl.fold_span};
-  auto via = [&](const Op& op, const char* what) {
-    Op o = op;
-    std::visit([&](auto& v) {
-      if (v.origin.via.empty()) {
-        v.origin.via = what;
-        v.origin.via_span = decl.fold_span;
-      }
-    }, o);
-    return o;
-  };
-  auto with_peer = [](Op op, int64_t peer) {
-    std::visit([&](auto& v) { v.peer = peer; }, op);
-    return op;
-  };
-  out.num_rounds = int64_t(R + 2);
-  out.round_labels.assign(R + 2, "");
-  out.round_segments.assign(R + 2, ref.top_segment);
-  out.round_labels[0] = tt.t ? "fold 3-2, round A (3-2 step: ranks 1 and 2 reduce what each keeps; the others: " + ref.labels[0] + ")"
-                             : "fold 3-2, round A (" + ref.labels[0] + ", the 2-1 helpers too)";
-  out.round_labels[1] = "fold 3-2, round B (" + ref.labels[0] + ", the eliminated ranks' partials in)";
-  out.round_segments[0] = out.round_segments[1] = ref.segments[0];
-  auto at = [&](size_t k) { return fused && k == R - 1 ? R + 1 : k + 1; };  // body round k >= 1
-  for (size_t k = 1; k < R; ++k) {
-    out.round_labels[at(k)] = ref.labels[k];
-    out.round_segments[at(k)] = ref.segments[k];
-  }
-  if (fused) {
-    out.round_labels[R] = "fold 3-2 epilogue E1 (mirror of round B)";
-    out.round_labels[R + 1] += " + fold 3-2 epilogue E2 (mirror of round A)";
-  } else {
-    out.round_labels[R + 1] = "fold 3-2 epilogue (the result to the eliminated ranks)";
-  }
-  for (int64_t x = 0; x < out.p; ++x) {
-    std::vector<Round>& rr = out.ranks[size_t(x)];
-    rr.assign(R + 2, {});
-    const int64_t v = fm.v_of(x);
-    const Role role = tt.role(v);
-    const int64_t w = tt.virt(v);
-    const bool shadow = ThreeTwo::helps(role);
-    const int64_t sv = fm.real_of_v(tt.survivor(w));  // the survivor this rank is or helps
-    RankRun& run = runs[size_t(sv)];
-    // Body rounds 1 .. R-1 (the survivors' own; a fused last round is rebuilt below).
-    if (!shadow)
-      for (size_t k = 1; k < R; ++k)
-        if (!(fused && k == R - 1 && role != Role::plain && role != Role::survivor)) rr[at(k)] = run.rounds[k];
-    const FirstRound f = first_round(run.rounds[0], all);
-    switch (role) {
-      case Role::plain:
-        rr[0] = run.rounds[0];
-        break;
-      case Role::survivor: {
-        const int64_t sh = fm.real_of_v(tt.shadow(w));
-        rr[0] = run.rounds[0];
-        rr[1].push_back(RecvOp{sh, f.kept, true, fo});
-        if (fused) rr[R].push_back(SendOp{sh, f.kept, fo});
-        else rr[R + 1].push_back(SendOp{sh, all, fo});
-        break;
-      }
-      case Role::shadow: {
-        // Helps virtual w: does its first round (and, fused, its last) with the partner's
-        // shadow, and hands it the partial in round B.
-        const int64_t partner_shadow = fm.real_of_v(tt.shadow(w ^ 1));
-        for (const Op& op : run.rounds[0]) rr[0].push_back(via(with_peer(op, partner_shadow), "fold 3-2 (2-1 pair)"));
-        rr[1].push_back(SendOp{sv, f.kept, fo});
-        if (fused) {
-          rr[R].push_back(RecvOp{sv, f.kept, false, fo});
-          for (const Op& op : run.rounds[R - 1]) rr[R + 1].push_back(via(with_peer(op, partner_shadow), "fold 3-2 (2-1 pair)"));
-        } else {
-          rr[R + 1].push_back(RecvOp{sv, all, false, fo});
-        }
-        break;
-      }
-      case Role::triple0: {
-        // Round B: its first-round exchange, the partial of virtual 1 coming from real 2.
-        const int64_t helper = fm.real_of_v(2);
-        for (const Op& op : run.rounds[0])
-          rr[1].push_back(std::holds_alternative<RecvOp>(op) ? via(with_peer(op, helper), "fold 3-2 (3-2 step)") : op);
-        if (fused)  // E1: its last round, what it sends going to real 2
-          for (const Op& op : run.rounds[R - 1])
-            rr[R].push_back(std::holds_alternative<SendOp>(op) ? via(with_peer(op, helper), "fold 3-2 (3-2 step)") : op);
-        break;
-      }
-      case Role::triple1: {
-        // Round A: keeps the part it holds after the first round, real 2 the part it sends.
-        const int64_t helper = fm.real_of_v(2);
-        rr[0].push_back(SendOp{helper, f.sent, fo});
-        rr[0].push_back(RecvOp{helper, f.kept, true, fo});
-        for (const Op& op : run.rounds[0])
-          if (std::holds_alternative<RecvOp>(op)) rr[1].push_back(op);  // its sends go out from real 2
-        if (fused) {
-          for (const Op& op : run.rounds[R - 1])
-            if (std::holds_alternative<SendOp>(op)) rr[R].push_back(op);
-          for (const Op& op : run.rounds[R - 1])
-            if (std::holds_alternative<RecvOp>(op)) rr[R + 1].push_back(via(with_peer(op, helper), "fold 3-2 (3-2 step)"));
-          rr[R + 1].push_back(SendOp{helper, f.kept, fo});
-        } else {
-          rr[R + 1].push_back(SendOp{helper, all, fo});
-        }
-        break;
-      }
-      case Role::triple_shadow: {
-        // Real 2: reduces the part virtual 1 sends in its first round and sends it in round B.
-        const int64_t one = fm.real_of_v(1);
-        rr[0].push_back(SendOp{one, f.kept, fo});
-        rr[0].push_back(RecvOp{one, f.sent, true, fo});
-        for (const Op& op : run.rounds[0])
-          if (std::holds_alternative<SendOp>(op)) rr[1].push_back(via(op, "fold 3-2 (3-2 step)"));
-        if (fused) {
-          for (const Op& op : run.rounds[R - 1])
-            if (std::holds_alternative<RecvOp>(op)) rr[R].push_back(via(op, "fold 3-2 (3-2 step)"));
-          rr[R + 1].push_back(SendOp{one, f.sent, fo});
-          rr[R + 1].push_back(RecvOp{one, f.kept, false, fo});
-        } else {
-          rr[R + 1].push_back(RecvOp{one, all, false, fo});
-        }
-        break;
-      }
-    }
-    // Empty sets move nothing: drop them.
-    for (Round& rd : rr)
-      rd.erase(std::remove_if(rd.begin(), rd.end(), [](const Op& op) { return is_transfer(op) && blocks_of(op).empty(); }),
-               rd.end());
-  }
-  return InstStatus::ok;
-}
-
-/// `fold ring R` (docs/language.md, "fold ring"; RT Sec. 3.4): R - 1 prologue rounds (each
-/// member sends every other member its part, keeps the pieces of its own in scratch
-/// buffers 1 .. R-1, reduces them in ring order after the last one, bine::ring_reductions),
-/// the body on its part, R - 1 epilogue rounds (each member sends its part to every other).
-InstStatus build_ring(const ScheduleDecl& decl, const FoldMap& fm, std::vector<RankRun>& runs, const RankRun& ref,
-                      Schedule& out) {
-  const int64_t R = fm.ring, Bv = ref.blocks, B = R * Bv;
-  const size_t body = ref.rounds.size(), pro = size_t(R - 1);
-  out.blocks = B;
-  out.scratch = std::max(ref.scratch, R - 1);  // the body's buffers reuse the ring's
-  out.num_rounds = int64_t(2 * pro + body);
-  out.round_labels.clear();
-  out.round_segments.clear();
-  for (size_t t = 1; t <= pro; ++t) {
-    out.round_labels.push_back("fold ring " + std::to_string(R) + ", prologue round " + std::to_string(t) + " (parts to the member " +
-                               std::to_string(t) + " ahead" + (t == pro ? ", then the reduction in ring order)" : ")"));
-    out.round_segments.push_back(ref.top_segment);
-  }
-  out.round_labels.insert(out.round_labels.end(), ref.labels.begin(), ref.labels.end());
-  out.round_segments.insert(out.round_segments.end(), ref.segments.begin(), ref.segments.end());
-  for (size_t t = 1; t <= pro; ++t) {
-    out.round_labels.push_back("fold ring " + std::to_string(R) + ", epilogue round " + std::to_string(t) + " (its part to the member " +
-                               std::to_string(t) + " ahead)");
-    out.round_segments.push_back(ref.top_segment);
-  }
-  const Origin o{decl.fold_span, "fold", decl.fold_span};
-  for (int64_t x = 0; x < out.p; ++x) {
-    std::vector<Round>& rr = out.ranks[size_t(x)];
-    rr.assign(size_t(out.num_rounds), {});
-    const int64_t v = fm.v_of(x), c = mod(v, R), g = v / R;
-    auto member = [&](int64_t k) { return fm.real_of_v(g * R + mod(k, R)); };
-    auto part = [&](int64_t k, int64_t buffer) { return BlockSet::range(mod(k, R) * Bv, mod(k, R) * Bv + Bv, B).shifted(buffer * B); };
-    for (int64_t t = 1; t < R; ++t) {
-      Round& rd = rr[size_t(t - 1)];
-      rd.push_back(SendOp{member(c + t), part(c + t, 0), o});
-      rd.push_back(RecvOp{member(c - t), part(c, t), false, o});
-      if (t == R - 1)
-        for (const RingLocal& l : ring_reductions(R, c)) rd.push_back(LocalOp{part(c, l.src), part(c, l.dst), l.reduce, o});
-      Round& ep = rr[pro + body + size_t(t - 1)];
-      ep.push_back(SendOp{member(c + t), part(c, 0), o});
-      ep.push_back(RecvOp{member(c - t), part(c - t, 0), false, o});
-    }
-    for (size_t k = 0; k < body; ++k) rr[pro + k] = std::move(runs[size_t(x)].rounds[k]);
-  }
-  return InstStatus::ok;
+void Recorder::replay(int64_t body_round) { run->replayed(body_round); }
+int Recorder::fold_error(const FoldRoundError& e) {
+  run->fold_round_error(e);
+  return 1;
 }
 
 }  // namespace
@@ -845,44 +684,29 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
     return InstStatus::error;
   }
-  FoldMap fm;
-  fm.p = req.p;
-  fm.root = out.root;
-  if (decl.fold != FoldKind::none) {
-    fm.on = true;
-    fm.blocked = collective_has_rank_blocks(decl.collective);
-    fm.pv = int64_t(1) << bine::log2(req.p);
-    fm.extra = req.p - fm.pv;
-    fm.three_two = decl.fold == FoldKind::three_two;
-    fm.tt = ThreeTwo(req.p);
-    if (decl.fold == FoldKind::ring) {
-      fm.ring = decl.fold_ring;
-      if (req.p % fm.ring != 0) {
-        // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).
-        if (unmet) *unmet = fold_ring_condition(fm.ring);
-        return InstStatus::not_applicable;
-      }
-      fm.pv = req.p / fm.ring;
-      fm.extra = 0;
-    }
+  const FoldLayout fl(decl.fold, decl.fold_ring, collective_has_rank_blocks(decl.collective), req.p, out.root);
+  if (!fl.applies()) {
+    // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).
+    if (unmet) *unmet = fold_ring_condition(fl.ring);
+    return InstStatus::not_applicable;
   }
   out.fold_helper.assign(size_t(req.p), false);
-  for (int64_t x = 0; x < req.p; ++x) out.fold_helper[size_t(x)] = !fm.active(x);
-  const FoldSteps steps = fold_steps(decl.collective);
-  const bool prologue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.prologue != FoldData::none;
-  const bool epilogue = fm.on && !fm.three_two && !fm.ring && fm.extra > 0 && steps.epilogue != FoldData::none;
+  for (int64_t x = 0; x < req.p; ++x) out.fold_helper[size_t(x)] = fl.helper(x);
+  const std::string inst = instance_label(req.p, out.root, decl.collective);
 
-  // Run the body on every active rank.
+  // Run every rank through the round pipeline: the body where the rank runs it, else
+  // (two-one helpers) only the fold's rounds, once the instance's block count is known.
+  SiteTable sites;
   std::vector<RankRun> runs;
   runs.reserve(size_t(req.p));
   const RankRun* ref = nullptr;
-  int64_t ref_rank = 0;  ///< the first active rank, whose run the others are compared with
+  int64_t ref_rank = 0;  ///< the first rank that runs the body, whose run the others are compared with
   int64_t first_rank = -1;
-  bool applies = true;   ///< the `requires` clauses hold (on the first active rank)
+  bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
   try {
     for (int64_t x = 0; x < req.p; ++x) {
-      runs.emplace_back(program, decl, fm, x, req.commutative, diags, req.p, out.root);
-      if (!fm.active(x)) continue;
+      runs.emplace_back(program, decl, fl, sites, x, req.commutative, diags);
+      if (!fl.runs_body(x)) continue;
       const bool met = runs.back().run();
       if (first_rank < 0) {
         first_rank = x;
@@ -892,8 +716,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         const int64_t no = met ? first_rank : x, yes = met ? x : first_rank;
         const Expr* clause = runs[size_t(no)].unmet_clause;
         diags.error(clause ? clause->span : decl.name_span,
-                    instance_label(req.p, out.root, decl.collective) + ": 'requires' clause is false on " +
-                        fm.describe(no) + " but holds on " + fm.describe(yes) +
+                    inst + ": 'requires' clause is false on " + describe(fl, no) + " but holds on " + describe(fl, yes) +
                         "; the conditions of 'requires' must not depend on the rank");
         return InstStatus::error;
       }
@@ -906,16 +729,15 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       const RankRun& me = runs.back();
       if (me.blocks != ref->blocks) {
         diags.error(decl.blocks ? decl.blocks->span : decl.name_span,
-                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the block count (" +
-                        fm.describe(ref_rank) + ": " + std::to_string(ref->blocks) + ", " + fm.describe(x) + ": " +
-                        std::to_string(me.blocks) + "); the block count must not depend on the rank");
+                    inst + ": ranks disagree on the block count (" + describe(fl, ref_rank) + ": " + std::to_string(ref->blocks) +
+                        ", " + describe(fl, x) + ": " + std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
       if (me.scratch != ref->scratch) {
         diags.error(decl.scratch ? decl.scratch->span : decl.name_span,
-                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the scratch buffer count (" +
-                        fm.describe(ref_rank) + ": " + std::to_string(ref->scratch) + ", " + fm.describe(x) + ": " +
-                        std::to_string(me.scratch) + "); it must not depend on the rank");
+                    inst + ": ranks disagree on the scratch buffer count (" + describe(fl, ref_rank) + ": " +
+                        std::to_string(ref->scratch) + ", " + describe(fl, x) + ": " + std::to_string(me.scratch) +
+                        "); it must not depend on the rank");
         return InstStatus::error;
       }
       const size_t n = std::min(me.sites.size(), ref->sites.size());
@@ -925,11 +747,10 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
         const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
         Diagnostic& d = diags.error(b ? b->span : (a ? a->span : decl.name_span),
-                                    instance_label(req.p, out.root, decl.collective) +
-                                        ": ranks disagree on the round structure at round " + std::to_string(i) +
-                                        " (" + fm.describe(x) + (b ? " opens it here" : " has no such round") +
+                                    inst + ": ranks disagree on the round structure at round " + std::to_string(i) + " (" +
+                                        describe(fl, x) + (b ? " opens it here" : " has no such round") +
                                         "); conditions and bounds of round loops must not depend on the rank");
-        if (a) add_note(d, a->span, "the first active rank, " + fm.describe(ref_rank) + ", opens it here");
+        if (a) add_note(d, a->span, "the first active rank, " + describe(fl, ref_rank) + ", opens it here");
         return InstStatus::error;
       }
       // Checked after the round structure: ranks that agree on their rounds have one
@@ -939,58 +760,98 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
         while (me.segments[k] == ref->segments[k]) ++k;
         const Expr* seg = decl.segment.get();
         diags.error(seg ? seg->span : decl.name_span,
-                    instance_label(req.p, out.root, decl.collective) + ": ranks disagree on the segment size in round " +
-                        std::to_string(k) + " (" + fm.describe(ref_rank) + ": " + std::to_string(ref->segments[k]) +
-                        " bytes, " + fm.describe(x) + ": " + std::to_string(me.segments[k]) +
-                        "); the segment size must not depend on the rank");
+                    inst + ": ranks disagree on the segment size in round " + std::to_string(k) + " (" + describe(fl, ref_rank) +
+                        ": " + std::to_string(ref->segments[k]) + " bytes, " + describe(fl, x) + ": " +
+                        std::to_string(me.segments[k]) + "); the segment size must not depend on the rank");
         return InstStatus::error;
       }
     }
+    if (!applies) {
+      if (unmet) *unmet = runs[size_t(first_rank)].unmet;
+      return InstStatus::not_applicable;
+    }
+    for (int64_t x = 0; x < req.p; ++x)
+      if (!fl.runs_body(x)) runs[size_t(x)].run_helper(ref ? ref->blocks : 1);
   } catch (const Failure&) {
     return InstStatus::error;
   }
-  if (!applies) {
-    if (unmet) *unmet = runs[size_t(first_rank)].unmet;
-    return InstStatus::not_applicable;
-  }
-  out.blocks = fm.blocked ? req.p : ref ? ref->blocks : 1;
+  out.blocks = fl.blocked ? req.p : ref ? ref->blocks : 1;
   out.scratch = ref ? ref->scratch : 0;
-  if (fm.three_two && fm.extra > 0 && ref) return build_three_two(decl, fm, runs, *ref, out, diags);
-  if (fm.ring && ref) return build_ring(decl, fm, runs, *ref, out);
-
-  const size_t body_rounds = ref ? ref->rounds.size() : 0;
-  const size_t first = prologue ? 1 : 0;
-  out.num_rounds = int64_t(first + body_rounds + (epilogue ? 1 : 0));
-  if (prologue) out.round_labels.push_back("fold prologue (two-one elimination)");
-  if (ref) out.round_labels.insert(out.round_labels.end(), ref->labels.begin(), ref->labels.end());
-  if (epilogue) out.round_labels.push_back("fold epilogue");
+  const size_t R = ref ? ref->labels.size() : 0;  // body rounds
   const int64_t top_seg = ref ? ref->top_segment : 0;
-  if (prologue) out.round_segments.push_back(top_seg);
-  if (ref) out.round_segments.insert(out.round_segments.end(), ref->segments.begin(), ref->segments.end());
-  if (epilogue) out.round_segments.push_back(top_seg);
-  const BlockSet everything = BlockSet::all(out.blocks);
+  auto label = [&](size_t k) { return ref->labels[k]; };
+  if (fl.fold == FoldKind::three_two && fl.extra > 0 && ref) {
+    // fold 3-2 (RT Sec. 3.1, 3.3): the body's first round became rounds A and B, its last
+    // (the final mirror's replay of the first) E1 and E2, else one epilogue round E follows.
+    if (R == 0) {
+      diags.error(decl.fold_span, inst + ": 'fold 3-2' needs a body with at least one round (its first round is fused with "
+                                         "the 3-2 step)");
+      return InstStatus::error;
+    }
+    const bool fused = R >= 2 && ref->fused();
+    out.round_labels.assign(R + 2, "");
+    out.round_segments.assign(R + 2, top_seg);
+    out.round_labels[0] = fl.tt.t ? "fold 3-2, round A (3-2 step: ranks 1 and 2 reduce what each keeps; the others: " + label(0) + ")"
+                                  : "fold 3-2, round A (" + label(0) + ", the 2-1 helpers too)";
+    out.round_labels[1] = "fold 3-2, round B (" + label(0) + ", the eliminated ranks' partials in)";
+    out.round_segments[0] = out.round_segments[1] = ref->segments[0];
+    auto at = [&](size_t k) { return fused && k == R - 1 ? R + 1 : k + 1; };  // body round k >= 1
+    for (size_t k = 1; k < R; ++k) {
+      out.round_labels[at(k)] = label(k);
+      out.round_segments[at(k)] = ref->segments[k];
+    }
+    if (fused) {
+      out.round_labels[R] = "fold 3-2 epilogue E1 (mirror of round B)";
+      out.round_labels[R + 1] += " + fold 3-2 epilogue E2 (mirror of round A)";
+    } else {
+      out.round_labels[R + 1] = "fold 3-2 epilogue (the result to the eliminated ranks)";
+    }
+  } else if (fl.ring && ref) {
+    // fold ring R (RT Sec. 3.4): R - 1 rounds before the body and R - 1 after it.
+    const int64_t Rr = fl.ring;
+    out.blocks = Rr * ref->blocks;
+    out.scratch = std::max(ref->scratch, Rr - 1);  // the body's buffers reuse the ring's
+    for (int64_t t = 1; t < Rr; ++t) {
+      out.round_labels.push_back("fold ring " + std::to_string(Rr) + ", prologue round " + std::to_string(t) +
+                                 " (parts to the member " + std::to_string(t) + " ahead" +
+                                 (t == Rr - 1 ? ", then the reduction in ring order)" : ")"));
+      out.round_segments.push_back(top_seg);
+    }
+    out.round_labels.insert(out.round_labels.end(), ref->labels.begin(), ref->labels.end());
+    out.round_segments.insert(out.round_segments.end(), ref->segments.begin(), ref->segments.end());
+    for (int64_t t = 1; t < Rr; ++t) {
+      out.round_labels.push_back("fold ring " + std::to_string(Rr) + ", epilogue round " + std::to_string(t) +
+                                 " (its part to the member " + std::to_string(t) + " ahead)");
+      out.round_segments.push_back(top_seg);
+    }
+  } else {
+    // No fold, or the two-one elimination: its prologue and epilogue rounds around the body.
+    const FoldSteps steps = fold_steps(decl.collective);
+    const bool two_one = fl.fold == FoldKind::two_one && fl.extra > 0;
+    const bool prologue = two_one && steps.prologue != FoldData::none;
+    const bool epilogue = two_one && steps.epilogue != FoldData::none;
+    if (prologue) out.round_labels.push_back("fold prologue (two-one elimination)");
+    if (ref) out.round_labels.insert(out.round_labels.end(), ref->labels.begin(), ref->labels.end());
+    if (epilogue) out.round_labels.push_back("fold epilogue");
+    if (prologue) out.round_segments.push_back(top_seg);
+    if (ref) out.round_segments.insert(out.round_segments.end(), ref->segments.begin(), ref->segments.end());
+    if (epilogue) out.round_segments.push_back(top_seg);
+  }
+  // The ranks' rounds, placed: the k-th round a rank ran is instance round k, except a
+  // two-one epilogue, which is the last (the helpers run no body rounds before it).
+  out.num_rounds = int64_t(out.round_labels.size());
   for (int64_t x = 0; x < req.p; ++x) {
+    Recorder& rec = runs[size_t(x)].rec;
     std::vector<Round>& rr = out.ranks[size_t(x)];
     rr.assign(size_t(out.num_rounds), {});
-    if (fm.active(x))
-      for (size_t t = 0; t < body_rounds; ++t) rr[first + t] = std::move(runs[size_t(x)].rounds[t]);
-    if (!fm.on || fm.extra == 0) continue;
-    const int64_t v = fm.v_of(x);
-    if (v >= 2 * fm.extra) continue;
-    const Origin o{decl.fold_span, "fold", decl.fold_span};
-    const int64_t partner = even(v) ? fm.real_of_v(v + 1) : fm.real_of_v(v - 1);
-    // Prologue: odd v hands its data to v - 1; epilogue: v - 1 hands v its result.
-    const int64_t odd_real = even(v) ? partner : x;
-    auto data = [&](FoldData d) { return d == FoldData::all ? everything : BlockSet::block(odd_real, out.blocks); };
-    if (prologue) {
-      const bool reduce = collective_reduces(decl.collective);
-      if (even(v)) rr[0].push_back(RecvOp{partner, data(steps.prologue), reduce, o});
-      else rr[0].push_back(SendOp{partner, data(steps.prologue), o});
-    }
-    if (epilogue) {
-      Round& last = rr.back();
-      if (even(v)) last.push_back(SendOp{partner, data(steps.epilogue), o});
-      else last.push_back(RecvOp{partner, data(steps.epilogue), false, o});
+    for (size_t k = 0; k < rec.rounds.size(); ++k) {
+      const size_t at = rec.kinds[k] == RoundKind::fold_epilogue ? rr.size() - 1 : k;
+      if (at >= rr.size()) {
+        diags.error(decl.name_span, inst + ": internal error: " + describe(fl, x) + " ran " + std::to_string(rec.rounds.size()) +
+                                        " rounds, the instance has " + std::to_string(rr.size()));
+        return InstStatus::error;
+      }
+      rr[at] = std::move(rec.rounds[k]);
     }
   }
   return InstStatus::ok;

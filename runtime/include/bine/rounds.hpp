@@ -250,7 +250,7 @@ class RoundPipeline {
   void permute(std::vector<int64_t> to, int32_t site = -1) {
     RoundOp o;
     o.kind = RoundOp::Kind::permute;
-    o.blocks = BlockSet::all(blocks_);
+    o.blocks = BlockSet::all(body_blocks_);
     o.to = std::move(to);
     o.site = site;
     ops_.push_back(std::move(o));
@@ -260,7 +260,7 @@ class RoundPipeline {
   template <class Sink>
   int end_round(Sink& sink) {
     log_.push_back(ops_);
-    return emit_body(sink, int64_t(log_.size()) - 1, false);
+    return emit_body(sink, /*first=*/log_.size() == 1, /*fused_replay=*/false);
   }
   /// Replays phase `id` reversed: its rounds in reverse order, each send becoming a copy
   /// receive and each receive a send, same peers and blocks, a permutation its inverse,
@@ -288,7 +288,7 @@ class RoundPipeline {
         ops_.push_back(std::move(m));
       }
       log_.push_back(ops_);
-      const int rc = emit_body(sink, i, at_end && i == 0);
+      const int rc = emit_body(sink, /*first=*/false, /*fused_replay=*/at_end && i == 0);
       if (rc) return rc;
     }
     return 0;
@@ -325,10 +325,8 @@ class RoundPipeline {
       const ThreeTwo& tt = lay_.tt;
       if (role_ == Role::survivor || role_ == Role::triple1)
         ops_.push_back(RoundOp::send_op(lay_.real_of_v(tt.shadow(vrank_)), all, Via::fold));
-      if (ThreeTwo::helps(role_))
-        ops_.push_back(RoundOp::recv_op(role_ == Role::triple_shadow ? lay_.real_of_v(1) : lay_.real_of_v(tt.survivor(vrank_)), all,
-                                        false, Via::fold));
-      return sink.round(RoundKind::tt_epilogue, ops_);
+      if (ThreeTwo::helps(role_)) ops_.push_back(RoundOp::recv_op(lay_.real_of_v(tt.survivor(vrank_)), all, false, Via::fold));
+      return emit(sink, RoundKind::tt_epilogue, ops_);
     }
     const FoldData d = fold_steps(c).epilogue;
     if (lay_.fold != FoldKind::two_one || lay_.extra == 0 || d == FoldData::none) return 0;
@@ -355,11 +353,12 @@ class RoundPipeline {
     const int64_t v = lay_.v_of(rank_);
     return BlockSet::block(even(v) ? lay_.real_of_v(v + 1) : rank_, blocks_);
   }
-  /// Body round `index` (ops_) to the sink: as it is, or rewritten by `fold 3-2`.
+  /// A body round (ops_) to the sink: as it is, or rewritten by `fold 3-2` (`first`: the
+  /// body's first round; `fused_replay`: the final mirror's replay of it).
   template <class Sink>
-  int emit_body(Sink& sink, int64_t index, bool fused_replay) {
+  int emit_body(Sink& sink, bool first, bool fused_replay) {
     if (!tt_on_) return sink.round(RoundKind::body, ops_);
-    if (index == 0) return three_two_first(sink);
+    if (first) return three_two_first(sink);
     if (fused_replay) {
       fused_ = true;
       return three_two_last(sink);
