@@ -419,7 +419,7 @@ class Emitter {
         o << ind << "{\n";
         block(s.body, ind + "  ");
         o << ind << "}\n";
-        o << ind << "cx.end_phase();\n";
+        o << ind << "cx.end_phase(" << phase_base_ + s.phase_id << ");\n";
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
@@ -470,7 +470,7 @@ class Emitter {
         phase_base_ = saved_base;
         if (t.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
         o << ind << "}\n";
-        o << ind << "cx.end_phase();\n";
+        o << ind << "cx.end_phase(" << saved_base + s.phase_id << ");\n";
         return;
       }
     }

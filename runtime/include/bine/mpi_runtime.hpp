@@ -65,6 +65,7 @@
 #include "bine/builtins.hpp"
 #include "bine/collective.hpp"
 #include "bine/mpi_transport.hpp"
+#include "bine/rounds.hpp"
 
 namespace bine::mpi {
 
@@ -410,91 +411,24 @@ class BasicContext {
   /// `fold ring R` (allreduce; RT Sec. 3.4): rings of R consecutive ranks; the body runs on
   /// p / R virtual ranks (r / R) and on part r mod R of the vector. No communication;
   /// fold_applies() is false when R does not divide p (the caller fails like `requires`).
-  void fold_setup_ring(int64_t R) {
-    fold_ = FoldKind::ring;
-    ring_ = R;
-    const int64_t v = mod(rank_ - root_, size_);
-    ring_c_ = mod(v, R);
-    active_ = true;
-    vrank_ = v / R;
-    vsize_ = size_ % R == 0 ? size_ / R : 1;
-    vroot_ = 0;
-  }
+  void fold_setup_ring(int64_t R) { pipe_.setup(FoldLayout(FoldKind::ring, R, blocked_, size_, root_), rank_); }
   /// False when the fold cannot apply to this p (`fold ring R` with R not dividing p).
-  bool fold_applies() const { return fold_ != FoldKind::ring || size_ % ring_ == 0; }
+  bool fold_applies() const { return pipe_.layout().applies(); }
+  /// `fold` (two-one elimination) or, with three_two, `fold 3-2` (allreduce: every rank
+  /// runs the body, the eliminated ones as the virtual rank they help; the pipeline turns
+  /// the body's first round into rounds A and B and the final mirror's replay of it into
+  /// E1 and E2; bine::ThreeTwo, docs/language.md).
   void fold_setup(bool three_two = false) {
-    if (three_two) {
-      // fold 3-2 (allreduce): every rank runs the body, the eliminated ones (shadows) as
-      // the virtual rank they help; end_round() turns the body's first round into rounds A
-      // and B, mirror(id, true) its last into E1 and E2 (bine::ThreeTwo, docs/language.md).
-      fold_ = FoldKind::three_two;
-      tt_ = ThreeTwo(size_);
-      const int64_t v = mod(rank_ - root_, size_);
-      extra_ = tt_.extra;
-      role_ = tt_.role(v);
-      active_ = true;
-      vrank_ = tt_.virt(v);
-      vsize_ = tt_.pv;
-      vroot_ = 0;
-      return;
-    }
-    fold_ = FoldKind::two_one;
-    const int64_t v = mod(rank_ - root_, size_);
-    const int64_t pv = int64_t(1) << log2(size_);
-    extra_ = size_ - pv;
-    if (v < 2 * extra_) {
-      active_ = even(v);
-      vrank_ = v / 2;
-      fold_partner_ = even(v) ? real_of_v(v + 1) : real_of_v(v - 1);
-    } else {
-      active_ = true;
-      vrank_ = v - extra_;
-    }
-    vsize_ = pv;
-    vroot_ = 0;
+    pipe_.setup(FoldLayout(three_two ? FoldKind::three_two : FoldKind::two_one, 0, blocked_, size_, root_), rank_);
   }
-  /// The fold's prologue round: odd v hands its data to v - 1.
-  int fold_prologue() {
-    const int64_t v = mod(rank_ - root_, size_);
-    if (fold_ == FoldKind::ring) return ring_rounds(/*prologue=*/true);
-    const FoldData d = bine::fold_steps(kind_).prologue;
-    if (fold_ != FoldKind::two_one || extra_ == 0 || d == FoldData::none) return MPI_SUCCESS;
-    // Prologue: odd v hands its data to v - 1 (which reduces it for reducing collectives).
-    begin_round();
-    if (v < 2 * extra_) {
-      const bool reduce = collective_reduces(kind_);
-      post(fold_data(d), fold_partner_, active_, active_ && reduce, false);
-    }
-    return end_round();
-  }
+  /// The fold's rounds before the body (bine::RoundPipeline::prologue).
+  int fold_prologue() { return pipe_.prologue(sink_, kind_); }
   /// Finishes the call: the fold epilogue where the collective has one, the copy of this
   /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
   /// pending error.
   int finish() {
     if (replayed_) return copy_out();
-    const FoldData d = bine::fold_steps(kind_).epilogue;
-    if (fold_ == FoldKind::two_one && extra_ > 0 && d != FoldData::none) {
-      const int64_t v = mod(rank_ - root_, size_);
-      begin_round();
-      if (v < 2 * extra_) post(fold_data(d), fold_partner_, !active_, false, false);
-      const int rc = end_round();
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    if (fold_ == FoldKind::ring) {
-      const int rc = ring_rounds(/*prologue=*/false);
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    if (fold_ == FoldKind::three_two && extra_ > 0 && !fused_done_) {
-      // fold 3-2 epilogue, not fused: the survivors hand their helpers the whole result.
-      const BlockSet all = BlockSet::all(geometry_blocks());
-      std::vector<Op> e;
-      if (role_ == Role::survivor || role_ == Role::triple1)
-        e.push_back({all, real_of_v(helper()), false, false, {}, false, {}});
-      if (ThreeTwo::helps(role_))
-        e.push_back({all, real_of_v(tt_.survivor(vrank_)), true, false, {}, false, {}});
-      const int rc = execute(std::move(e));
-      if (rc != MPI_SUCCESS) return rc;
-    }
+    if (const int rc = pipe_.epilogue(sink_, kind_); rc != MPI_SUCCESS) return rc;
     const int rc = copy_out();
     if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
       plan_rec_->scratch = scratch_buffers_;
@@ -538,11 +472,12 @@ class BasicContext {
     return fail_domain();
   }
 
-  bool active() const { return fold_ == FoldKind::none || active_; }
+  /// True when this rank runs the schedule body (every rank but the two-one helpers).
+  bool active() const { return pipe_.runs_body(); }
   /// Process count, rank and root seen by the schedule body (virtual inside a fold).
-  int64_t p() const { return fold_ == FoldKind::none ? size_ : vsize_; }
-  int64_t r() const { return fold_ == FoldKind::none ? rank_ : vrank_; }
-  int64_t root() const { return fold_ == FoldKind::none ? root_ : vroot_; }
+  int64_t p() const { return pipe_.p(); }
+  int64_t r() const { return pipe_.r(); }
+  int64_t root() const { return pipe_.root(); }
   /// True when the operator is commutative (the `commutative` name of the language).
   /// Queried once per call, by check_op(); true without an operator (nothing to reorder).
   bool commutative() const { return commutative_; }
@@ -596,8 +531,7 @@ class BasicContext {
   int64_t segment() const { return segment_; }
   /// Sets the block count B of the vector.
   void set_blocks(int64_t B) {
-    body_blocks_ = B;
-    blocks_ = fold_ == FoldKind::ring ? ring_ * B : B;  // fold ring: the body owns one of R parts
+    pipe_.set_blocks(B);  // fold ring: the body owns one of R parts
     blocks_set_ = true;
   }
 
@@ -650,30 +584,18 @@ class BasicContext {
   /// `reduce src into dst` / `copy src into dst`: applied after the round's receives, in
   /// program order; the k-th block of src goes to the k-th block of dst (reduce:
   /// dst = src op dst, MPI_Reduce_local(src, dst)).
-  void local(const BlockSet& src, const BlockSet& dst, bool reduce) {
-    Op op{real_blocks(dst), -1, false, reduce, {}, true, real_blocks(src)};
-    round_ops_.push_back(op);
-    round_posts_.push_back(std::move(op));
-  }
+  void local(const BlockSet& src, const BlockSet& dst, bool reduce) { pipe_.local(src, dst, reduce); }
 
-  /// Phases: rounds between begin_phase(id) and end_phase() are logged so that
-  /// mirror(id) can replay them reversed.
-  void begin_phase(int id) {
-    recording_ = id;
-    if (int(log_.size()) <= id) log_.resize(size_t(id) + 1);
-    log_[size_t(id)].clear();
-  }
-  void end_phase() { recording_ = -1; }
+  /// Phases: the rounds between begin_phase(id) and end_phase(id) (phases nest) are what
+  /// mirror(id) replays.
+  void begin_phase(int id) { pipe_.begin_phase(id); }
+  void end_phase(int id) { pipe_.end_phase(id); }
 
-  void begin_round() {
-    round_ops_.clear();
-    round_posts_.clear();
-    pending_.clear();
-  }
+  void begin_round() { pipe_.begin_round(); }
   /// Sends the blocks `set` to body rank `peer` (taken modulo p()).
-  void send(const BlockSet& set, int64_t peer) { add_op(set, peer, false, false); }
+  void send(const BlockSet& set, int64_t peer) { pipe_.send(set, peer); }
   /// Receives the blocks `set` from body rank `peer`; combines them when reduce is true.
-  void recv(const BlockSet& set, int64_t peer, bool reduce) { add_op(set, peer, true, reduce); }
+  void recv(const BlockSet& set, int64_t peer, bool reduce) { pipe_.recv(set, peer, reduce); }
   /// Local permutation of the working buffer's B blocks, applied at the end of the round:
   /// block j moves to block f(j). f must be a bijection on [0, B), else MPI_ERR_OTHER.
   template <class F>
@@ -690,67 +612,31 @@ class BasicContext {
       hit[size_t(d)] = 1;
       to[size_t(j)] = d;
     }
-    Op op{BlockSet(), -1, false, false, std::move(to), false, {}};
-    round_ops_.push_back(op);
-    round_posts_.push_back(std::move(op));
+    pipe_.permute(std::move(to));
   }
-  /// Waits for the round's transfers, then applies its reductions in posting order.
+  /// Ends the round: posts its transfers, waits for them, then applies its reductions,
+  /// local statements and permutations (through the pipeline, which logs it for mirrors
+  /// and rewrites it under `fold 3-2`).
   int end_round() {
-    if (const int dr = fail_domain(); dr != MPI_SUCCESS) {
-      release_pending();
-      return dr;
-    }
-    int rc;
-    if (fold_ == FoldKind::three_two && extra_ > 0) {
-      rc = body_round_ == 0 ? three_two_first() : fused_replay_ ? three_two_last() : three_two_other();
-    } else {
-      rc = execute(std::move(round_posts_));
-    }
-    round_posts_.clear();
-    if (rc != MPI_SUCCESS) return rc;
-    if (recording_ >= 0) log_[size_t(recording_)].push_back({body_round_, round_ops_});
-    ++body_round_;
-    return MPI_SUCCESS;
+    if (const int dr = fail_domain(); dr != MPI_SUCCESS) return dr;
+    return pipe_.end_round(sink_);
   }
   /// Replays phase `id` reversed: rounds in reverse order, sends become copy receives
   /// and receives become sends, with the same peers and block sets. `fold_epilogue`: this
   /// mirror is the last statement of the body (through composed schedules) and, under
   /// fold 3-2, its replay of the body's first round is fused with the elimination's epilogue.
-  int mirror(int id, bool fold_epilogue = false) {
-    if (id < 0 || id >= int(log_.size())) return fail(MPI_ERR_OTHER, "internal error: mirror of unknown phase %d", id);
-    const std::vector<Logged> rounds = log_[size_t(id)];
-    for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {
-      begin_round();
-      for (const Op& op : it->ops) {
-        if (op.local) continue;  // local reductions and copies are not replayed
-        if (op.perm.empty()) {
-          post(op.set, op.real_peer, !op.is_recv, false, true);
-          continue;
-        }
-        std::vector<int64_t> inv(op.perm.size());  // mirrored permutation: the inverse
-        for (size_t j = 0; j < op.perm.size(); ++j) inv[size_t(op.perm[j])] = int64_t(j);
-        Op back{BlockSet(), -1, false, false, std::move(inv), false, {}};
-        round_ops_.push_back(back);
-        round_posts_.push_back(std::move(back));
-      }
-      fused_replay_ = fold_epilogue && fold_ == FoldKind::three_two && extra_ > 0 && it->index == 0;
-      const int rc = end_round();
-      if (fused_replay_) fused_done_ = true;
-      fused_replay_ = false;
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    return MPI_SUCCESS;
-  }
+  int mirror(int id, bool fold_epilogue = false) { return pipe_.mirror(sink_, id, fold_epilogue); }
 
  private:
-  struct Op {
-    BlockSet set;
-    int64_t real_peer;
-    bool is_recv;
-    bool reduce;
-    std::vector<int64_t> perm;  ///< a local permutation (block j -> perm[j]) when not empty
-    bool local = false;         ///< a local reduction / copy: src -> set (reduce: set = src op set)
-    BlockSet src;
+  /// The round pipeline's sink: every instance round of this rank, executed (compiled to
+  /// a RoundPlan, then run).
+  struct Sink {
+    BasicContext* cx;
+    int round(RoundKind, std::vector<RoundOp>& ops) { return ops.empty() ? MPI_SUCCESS : cx->execute(ops); }
+    void replay(int64_t) {}
+    int fold_error(const FoldRoundError&) {
+      return cx->fail(MPI_ERR_OTHER, "internal error: a fold 3-2 body round the compiler rejects");
+    }
   };
   /// A receive into scratch memory (scratch_[scratch]), applied after the round's wait:
   /// the element ranges of its XferPlan filled in order from the scratch buffer.
@@ -942,6 +828,7 @@ class BasicContext {
   }
   /// The call's arguments are known: binds the transport, then runs the testing hook.
   void announce() {
+    pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
     transport_.bind(comm_, datatype_, op_);
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
@@ -959,45 +846,9 @@ class BasicContext {
                   (long long)size_);
     return MPI_SUCCESS;
   }
-  int64_t real_of_v(int64_t v) const { return mod(v + root_, size_); }
-  /// Real rank of body rank w (modulo the body's p).
-  int64_t real_peer(int64_t w) const {
-    if (fold_ == FoldKind::none) return mod(w, size_);
-    w = mod(w, vsize_);
-    if (fold_ == FoldKind::three_two) return real_of_v(tt_.survivor(w));
-    if (fold_ == FoldKind::ring) return real_of_v(ring_ * w + ring_c_);
-    return real_of_v(w < extra_ ? 2 * w : w + extra_);
-  }
-  void add_op(const BlockSet& set, int64_t peer, bool is_recv, bool reduce) {
-    post(real_blocks(set), real_peer(peer), is_recv, reduce, true);
-  }
-  /// Body block set -> real block set: with rank-indexed blocks under a fold, virtual
-  /// block w stands for the blocks of the one or two real ranks it represents.
-  BlockSet real_blocks(const BlockSet& body) const {
-    if (fold_ == FoldKind::ring) return body.shifted(ring_c_ * body_blocks_);
-    if (fold_ == FoldKind::none || !blocked_) return body;
-    BlockSet out;
-    auto v_first = [&](int64_t w) { return w < extra_ ? 2 * w : w + extra_; };
-    for (const BlockSet::Range& rg : body.ranges())
-      out = out | BlockSet::wrap(v_first(rg.first) + root_, v_first(rg.second) + root_, size_);
-    return out;
-  }
-  /// Real blocks moved by a fold round.
-  BlockSet fold_data(FoldData d) const {
-    const int64_t B = geometry_blocks();
-    if (d == FoldData::all) return BlockSet::all(B);
-    const int64_t v = mod(rank_ - root_, size_);
-    return BlockSet::block(even(v) ? fold_partner_ : rank_, B);
-  }
   /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
   /// block, the whole vector, before set_blocks()).
-  int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? blocks_ : 1; }
-  /// Posts the transfers of one op over real blocks; `log` records it for mirror().
-  /// Records one op of the current round; end_round() posts them all together.
-  void post(const BlockSet& set, int64_t real, bool is_recv, bool reduce, bool log) {
-    if (log) round_ops_.push_back({set, real, is_recv, reduce, {}, false, {}});
-    round_posts_.push_back({set, real, is_recv, reduce, {}, false, {}});
-  }
+  int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? pipe_.stride() : 1; }
   /// Element ranges (offset, count) of a block set in the working buffer, scratch
   /// included, appended to `out`; returns how many (empty blocks are skipped).
   uint32_t element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
@@ -1015,27 +866,28 @@ class BasicContext {
   /// a receive goes to scratch and is applied after the wait when it reduces, has several
   /// ranges, or lands in blocks a send of the same round reads; a reducing one is reduced
   /// piece by piece (early) where nothing else of the round touches its blocks.
-  int compile_round(const std::vector<Op>& posts, RoundPlan& rp) const {
+  int compile_round(const std::vector<RoundOp>& posts, RoundPlan& rp) const {
+    using Kind = RoundOp::Kind;
     rp.piece = piece_elements();
     BlockSet sent;
-    for (const Op& op : posts)
-      if (!op.is_recv && !op.local && op.perm.empty()) sent = sent | op.set;
+    for (const RoundOp& op : posts)
+      if (op.kind == Kind::send) sent = sent | op.blocks;
     for (size_t i = 0; i < posts.size(); ++i) {
-      const Op& op = posts[i];
-      if (!op.perm.empty()) {
+      const RoundOp& op = posts[i];
+      if (op.kind == Kind::permute) {
         const uint64_t B = uint64_t(geometry_blocks());
-        for (size_t j = 0; j < op.perm.size(); ++j)
+        for (size_t j = 0; j < op.to.size(); ++j)
           if (block_begin(count_, B, j + 1) - block_begin(count_, B, j) !=
-              block_begin(count_, B, uint64_t(op.perm[j]) + 1) - block_begin(count_, B, uint64_t(op.perm[j])))
+              block_begin(count_, B, uint64_t(op.to[j]) + 1) - block_begin(count_, B, uint64_t(op.to[j])))
             return fail(MPI_ERR_OTHER, "out of domain: permute moves a block into a block of another size");
-        rp.perms.push_back(op.perm);
+        rp.perms.push_back(op.to);
         continue;
       }
-      if (op.local) {
+      if (op.kind == Kind::local) {
         LocalPlan l{uint32_t(rp.ranges.size()), 0, 0, 0, op.reduce};
         l.nfrom = element_ranges(op.src, rp.ranges);
         l.to = uint32_t(rp.ranges.size());
-        l.nto = element_ranges(op.set, rp.ranges);
+        l.nto = element_ranges(op.blocks, rp.ranges);
         uint64_t nf = 0, nt = 0;
         for (uint32_t k = 0; k < l.nfrom; ++k) nf += rp.ranges[l.from + k].second;
         for (uint32_t k = 0; k < l.nto; ++k) nt += rp.ranges[l.to + k].second;
@@ -1043,20 +895,21 @@ class BasicContext {
         rp.locals.push_back(l);
         continue;
       }
-      XferPlan x{op.real_peer, op.is_recv, op.reduce, false, false, uint32_t(rp.ranges.size()), 0, 0};
-      x.n = element_ranges(op.set, rp.ranges);
+      const bool is_recv = op.kind == Kind::recv;
+      XferPlan x{op.peer, is_recv, op.reduce, false, false, uint32_t(rp.ranges.size()), 0, 0};
+      x.n = element_ranges(op.blocks, rp.ranges);
       if (x.n == 0) continue;
       for (uint32_t k = 0; k < x.n; ++k) x.total += rp.ranges[x.first + k].second;
-      if (!op.is_recv) {
+      if (!is_recv) {
         x.buffered = x.n > 1;
       } else {
-        x.buffered = op.reduce || x.n > 1 || !(op.set & sent).empty();
+        x.buffered = op.reduce || x.n > 1 || !(op.blocks & sent).empty();
         if (x.buffered && op.reduce && rp.piece < x.total) {
           // What else the round touches: its sends and its other receives.
           BlockSet touched = sent;
           for (size_t j = 0; j < posts.size(); ++j)
-            if (j != i && posts[j].is_recv && !posts[j].local && posts[j].perm.empty()) touched = touched | posts[j].set;
-          x.early = (op.set & touched).empty();
+            if (j != i && posts[j].kind == Kind::recv) touched = touched | posts[j].blocks;
+          x.early = (op.blocks & touched).empty();
         }
       }
       rp.xfers.push_back(x);
@@ -1181,8 +1034,7 @@ class BasicContext {
   /// Posts one round's ops, waits for them, then applies its reductions, local statements
   /// and permutations: compile_round() then run_round(); a recording call keeps the
   /// compiled round for its plan.
-  int execute(std::vector<Op> posts) {
-    round_posts_.clear();
+  int execute(const std::vector<RoundOp>& posts) {
     RoundPlan local;
     RoundPlan& rp = plan_rec_ ? plan_rec_->rounds.emplace_back() : local;
     int rc = compile_round(posts, rp);
@@ -1190,127 +1042,6 @@ class BasicContext {
     if (rc == MPI_SUCCESS) rc = fail_domain();
     if (rc != MPI_SUCCESS) plan_rec_.reset();  // a failed call leaves no plan
     return rc;
-  }
-
-  // ---- fold 3-2 (bine::ThreeTwo; the compiler's build_three_two() builds the same rounds) ----
-  using Role = ThreeTwo::Role;
-  /// The rank (relative to the root, like every ThreeTwo rank) that helps this rank's
-  /// virtual rank: its shadow, -1 when it has none.
-  int64_t helper() const { return tt_.shadow(vrank_); }
-  static Op with_peer(Op op, int64_t peer) {
-    op.real_peer = peer;
-    return op;
-  }
-  /// The body's first round: rounds A and B of the elimination.
-  int three_two_first() {
-    const BlockSet all = BlockSet::all(geometry_blocks());
-    const std::vector<Op> body = std::move(round_posts_);
-    first_sent_ = BlockSet();
-    BlockSet received;
-    const bool region = role_ != Role::plain;
-    const int64_t partner = real_of_v(tt_.survivor(vrank_ ^ 1));
-    for (const Op& op : body) {
-      if (region && (op.local || !op.perm.empty() || op.real_peer != partner || (op.is_recv && !op.reduce)))
-        return fail(MPI_ERR_OTHER, "internal error: a fold 3-2 body round the compiler rejects");
-      if (op.is_recv) received = received | op.set;
-      else if (!op.local && op.perm.empty()) first_sent_ = first_sent_ | op.set;
-    }
-    first_kept_ = received | (all - first_sent_);
-    std::vector<Op> a, b;
-    const int64_t one = real_of_v(1), two = real_of_v(2);
-    switch (role_) {
-      case Role::plain: a = body; break;
-      case Role::survivor:
-        a = body;
-        b.push_back({first_kept_, real_of_v(helper()), true, true, {}, false, {}});
-        break;
-      case Role::shadow:
-        for (const Op& op : body) a.push_back(with_peer(op, real_of_v(tt_.shadow(vrank_ ^ 1))));
-        b.push_back({first_kept_, real_of_v(tt_.survivor(vrank_)), false, false, {}, false, {}});
-        break;
-      case Role::triple0:
-        for (const Op& op : body) b.push_back(op.is_recv ? with_peer(op, two) : op);
-        break;
-      case Role::triple1:
-        a.push_back({first_sent_, two, false, false, {}, false, {}});
-        a.push_back({first_kept_, two, true, true, {}, false, {}});
-        for (const Op& op : body)
-          if (op.is_recv) b.push_back(op);
-        break;
-      case Role::triple_shadow:
-        a.push_back({first_kept_, one, false, false, {}, false, {}});
-        a.push_back({first_sent_, one, true, true, {}, false, {}});
-        for (const Op& op : body)
-          if (!op.is_recv) b.push_back(op);
-        break;
-    }
-    const int rc = execute(std::move(a));
-    return rc != MPI_SUCCESS ? rc : execute(std::move(b));
-  }
-  /// The final mirror's replay of the first round: epilogue rounds E1 and E2.
-  int three_two_last() {
-    const std::vector<Op> body = std::move(round_posts_);
-    std::vector<Op> e1, e2;
-    const int64_t one = real_of_v(1), two = real_of_v(2);
-    switch (role_) {
-      case Role::plain: e2 = body; break;
-      case Role::survivor:
-        e1.push_back({first_kept_, real_of_v(helper()), false, false, {}, false, {}});
-        e2 = body;
-        break;
-      case Role::shadow:
-        e1.push_back({first_kept_, real_of_v(tt_.survivor(vrank_)), true, false, {}, false, {}});
-        for (const Op& op : body) e2.push_back(with_peer(op, real_of_v(tt_.shadow(vrank_ ^ 1))));
-        break;
-      case Role::triple0:
-        for (const Op& op : body) e1.push_back(op.is_recv ? op : with_peer(op, two));
-        break;
-      case Role::triple1:
-        for (const Op& op : body) (op.is_recv ? e2 : e1).push_back(op.is_recv ? with_peer(op, two) : op);
-        e2.push_back({first_kept_, two, false, false, {}, false, {}});
-        break;
-      case Role::triple_shadow:
-        for (const Op& op : body)
-          if (op.is_recv) e1.push_back(op);
-        e2.push_back({first_sent_, one, false, false, {}, false, {}});
-        e2.push_back({first_kept_, one, true, false, {}, false, {}});
-        break;
-    }
-    const int rc = execute(std::move(e1));
-    return rc != MPI_SUCCESS ? rc : execute(std::move(e2));
-  }
-  /// fold ring R: the R - 1 prologue rounds (member c sends part c + t to member c + t and
-  /// keeps the piece of member c - t of its own part in scratch buffer t; after the last,
-  /// the reduction in ring order, bine::ring_reductions) or the R - 1 epilogue rounds (its
-  /// part to member c + t, part c - t from member c - t). The same rounds as the compiler's
-  /// build_ring().
-  int ring_rounds(bool prologue) {
-    const int64_t R = ring_, c = ring_c_, Bv = body_blocks_, B = blocks_;
-    const int64_t g = mod(rank_ - root_, size_) / R;
-    auto member = [&](int64_t k) { return real_of_v(g * R + mod(k, R)); };
-    auto part = [&](int64_t k, int64_t buffer) { return BlockSet::range(mod(k, R) * Bv, mod(k, R) * Bv + Bv, B).shifted(buffer * B); };
-    for (int64_t t = 1; t < R; ++t) {
-      begin_round();
-      if (prologue) {
-        post(part(c + t, 0), member(c + t), false, false, false);
-        post(part(c, t), member(c - t), true, false, false);
-        if (t == R - 1)
-          for (const RingLocal& l : ring_reductions(R, c))
-            round_posts_.push_back({part(c, l.dst), -1, false, l.reduce, {}, true, part(c, l.src)});
-      } else {
-        post(part(c, 0), member(c + t), false, false, false);
-        post(part(c - t, 0), member(c - t), true, false, false);
-      }
-      const int rc = end_round();
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    return MPI_SUCCESS;
-  }
-  /// Body rounds in between: the survivors run them, the shadows sit them out.
-  int three_two_other() {
-    if (!ThreeTwo::helps(role_)) return execute(std::move(round_posts_));
-    round_posts_.clear();
-    return MPI_SUCCESS;
   }
 
   Collective kind_ = Collective::allreduce;
@@ -1326,16 +1057,13 @@ class BasicContext {
   MPI_Op op_ = MPI_OP_NULL;
   bool commutative_ = true;      ///< the operator's, from check_op()
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int64_t size_ = 1, rank_ = 0, root_ = 0, blocks_ = 1;
+  int64_t size_ = 1, rank_ = 0, root_ = 0;
   bool blocks_set_ = false;
   bool blocked_ = false;      ///< rank-indexed blocks: p blocks of block_elems_ elements
   uint64_t block_elems_ = 0;
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
-  FoldKind fold_ = FoldKind::none;
-  bool active_ = true;
-  int64_t extra_ = 0, vrank_ = 0, vsize_ = 1, vroot_ = 0, fold_partner_ = -1;
   Transport transport_;
   std::vector<typename Transport::Request> requests_;
   std::vector<char*> scratch_;   ///< this round's scratch memory (BufferPool), released at its end
@@ -1343,28 +1071,14 @@ class BasicContext {
   std::vector<Pending> pending_;
   std::vector<Piece> pieces_;    ///< what each request of requests_ carries
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
-  std::vector<Op> round_ops_;    ///< this round's ops in body terms, for mirror()
-  std::vector<Op> round_posts_;  ///< this round's ops, posted by end_round()
   std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
   PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
   PlanKey key_{};                    ///< the call's shape (plan())
   bool replayed_ = false;            ///< plan() replayed a persistent plan
-  int recording_ = -1;
-  /// A logged round of a phase: its index among the body's rounds and its ops.
-  struct Logged {
-    int64_t index;
-    std::vector<Op> ops;
-  };
-  std::vector<std::vector<Logged>> log_;
-  // fold 3-2
-  ThreeTwo tt_{1};
-  int64_t ring_ = 0, ring_c_ = 0;  ///< fold ring R: R and this rank's ring coordinate
-  int64_t body_blocks_ = 1;        ///< the body's B (blocks_ is R times it under fold ring)
-  ThreeTwo::Role role_ = ThreeTwo::Role::plain;
-  int64_t body_round_ = 0;     ///< rounds completed by end_round() (the fold 3-2 rounds count as one)
-  bool fused_replay_ = false;  ///< this round is the final mirror's replay of the first round
-  bool fused_done_ = false;    ///< the epilogue was fused with it
-  BlockSet first_sent_, first_kept_;  ///< of this rank's virtual rank in the body's first round
+  /// The round pipeline (bine/rounds.hpp): folds, body-to-real mapping, mirror; the
+  /// same code the compiler instantiates schedules with. Its rounds reach execute().
+  RoundPipeline pipe_;
+  Sink sink_{this};
 };
 
 /// The context generated code uses: the round pipeline over MPI point-to-point.
