@@ -422,7 +422,7 @@ class Verifier {
                 add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
                 return false;
               }
-              nv = x < y ? combine(v, o) : combine(o, v);
+              nv = received_is_left_operand(x, y) ? combine(v, o) : combine(o, v);
               if (prev != reduced.end()) {
                 ups[prev->second].term = nv;
                 ups[prev->second].origin = &rv->origin;

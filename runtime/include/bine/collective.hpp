@@ -46,6 +46,12 @@ constexpr FoldSteps fold_steps(Collective c) {
   return {FoldData::none, FoldData::none};
 }
 
+/// Operand order of a reducing receive (the round model, docs/architecture.md): the
+/// contribution of the lower real rank is the left operand, so a receive from a lower rank
+/// computes `received op own` and one from a higher rank `own op received`. The verifier
+/// infers canonical order with this rule and the runtime applies it (MPI_Reduce_local).
+constexpr bool received_is_left_operand(int64_t sender, int64_t receiver) { return sender < receiver; }
+
 /// Collectives that combine data with an operator.
 constexpr bool collective_reduces(Collective c) {
   return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;

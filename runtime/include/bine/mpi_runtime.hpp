@@ -718,7 +718,7 @@ class BasicContext {
             char* dd = dst + d * elem_bytes_;
             char* t = src + d * elem_bytes_;
             int rc;
-            if (pd.x->peer < rank_) {
+            if (received_is_left_operand(pd.x->peer, rank_)) {
               rc = transport_.reduce_local(t, dd, int(c));
             } else {
               rc = transport_.reduce_local(dd, t, int(c));
