@@ -316,9 +316,29 @@ struct CostOptions {
   CostParams params;
   bool json = false;
   bool commutative = false;  ///< instantiate with commutative = true
+  std::string machine;       ///< --machine SPEC: regions from its rank map
+  std::string local_level = "node";  ///< node, switch or group: the region of --machine
 };
 
 int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set) {
+  if ((alpha_local_set || beta_local_set) && o.params.ppn == 0 && o.machine.empty()) {
+    std::cerr << "bine-cc: error: --alpha-local and --beta-local need --ppn K or --machine SPEC\n";
+    return 2;
+  }
+  if (!o.machine.empty()) {
+    if (o.params.ppn > 0) {
+      std::cerr << "bine-cc: error: --ppn and --machine both say where ranks run; give one (ppn=K is a machine spec)\n";
+      return 2;
+    }
+    RankMap m;
+    std::string err;
+    if (!build_rank_map(o.machine, o.p, m, err)) {
+      report_error(c.format, err);
+      return 2;
+    }
+    for (const Location& l : m.loc)
+      o.params.region.push_back(o.local_level == "node" ? l.node : o.local_level == "switch" ? l.sw : l.group);
+  }
   if (o.elem_size == 0 || o.bytes % o.elem_size != 0) {
     std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
     return 2;
@@ -512,10 +532,14 @@ int main(int argc, char** argv) {
   cost->add_option("--f-alpha", copt.params.f_alpha, "alpha_uni / alpha for one-way pairs (default 1)");
   cost->add_option("--f-beta", copt.params.f_beta, "beta_uni / beta for one-way pairs (default 1)");
   CLI::Option* ppn_opt = cost->add_option("--ppn", copt.params.ppn, "ranks per node (default: flat network)");
-  CLI::Option* al_opt =
-      cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node (default --alpha)")->needs(ppn_opt);
+  CLI::Option* al_opt = cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node / region (default --alpha)");
   CLI::Option* bl_opt =
-      cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node (default --beta)")->needs(ppn_opt);
+      cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node / region (default --beta)");
+  cost->add_option("--machine", copt.machine,
+                   "machine spec (docs/topology.md): messages within one region (--local-level) cost alpha-local, beta-local")
+      ->excludes(ppn_opt);
+  cost->add_option("--local-level", copt.local_level, "the region of --machine: node (default), switch or group")
+      ->check(CLI::IsMember({"node", "switch", "group"}));
   cost->add_option("--segment-bytes", copt.segment_bytes,
                    "segment size in bytes for every round, overriding the schedule's 'segment' (0: none)")
       ->check(CLI::NonNegativeNumber);
