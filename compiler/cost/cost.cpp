@@ -121,6 +121,10 @@ class Simulator {
       err = "ranks per node must be >= 0";
       return false;
     }
+    if (!prm_.region.empty() && int64_t(prm_.region.size()) != s_.p) {
+      err = "the region map has " + std::to_string(prm_.region.size()) + " ranks, the schedule " + std::to_string(s_.p);
+      return false;
+    }
     if (v_.elem_size < 1) {
       err = "element size must be >= 1";
       return false;
@@ -152,7 +156,7 @@ class Simulator {
     if (piece >= e) return e;
     for (size_t j = 0; j < rd.size(); ++j)
       if (j != i && is_transfer(rd[j]) && !(blocks_of(rd[j]) & rv.blocks).empty()) return e;
-    const bool local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
+    const bool local = prm_.local(x, y);
     const double a = local ? prm_.alpha_local : prm_.alpha, b = local ? prm_.beta_local : prm_.beta;
     if (prm_.gamma * double(piece) > a + double(piece * v_.elem_size) * b) return e;
     return e - (e - 1) / piece * piece;  // the last piece
@@ -248,7 +252,7 @@ class Simulator {
               return false;
             }
             m.bytes = m.elements * v_.elem_size;
-            m.local = prm_.ppn > 0 && x / prm_.ppn == y / prm_.ppn;
+            m.local = prm_.local(x, y);
             m.bidirectional = bidirectional;
             const uint64_t piece = piece_elements(t);
             m.pieces = m.elements <= piece ? 1 : (m.elements - 1) / piece + 1;
@@ -495,7 +499,9 @@ std::string model_line(const CostParams& prm) {
                   " per element; full duplex";
   if (prm.f_alpha != 1 || prm.f_beta != 1)
     l += "; unidirectional pairs: f_alpha = " + fmt(prm.f_alpha) + ", f_beta = " + fmt(prm.f_beta);
-  if (prm.ppn > 0)
+  if (!prm.region.empty())
+    l += "; regions from the machine, alpha_local = " + fmt(prm.alpha_local) + ", beta_local = " + fmt(prm.beta_local);
+  else if (prm.ppn > 0)
     l += "; " + std::to_string(prm.ppn) + " ranks per node, alpha_local = " + fmt(prm.alpha_local) +
          ", beta_local = " + fmt(prm.beta_local);
   else
@@ -511,7 +517,7 @@ std::string decomposition(const CriticalPath& cp, const CostParams& prm) {
   };
   term(cp.coef_alpha, "alpha");
   term(cp.coef_beta, "beta");
-  if (prm.ppn > 0) {
+  if (prm.has_locality()) {
     term(cp.coef_alpha_local, "alpha_local");
     term(cp.coef_beta_local, "beta_local");
   }
@@ -595,7 +601,8 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
   m["f_alpha"] = prm.f_alpha;
   m["f_beta"] = prm.f_beta;
   m["ppn"] = prm.ppn;
-  if (prm.ppn > 0) {
+  if (!prm.region.empty()) m["regions"] = std::set<int64_t>(prm.region.begin(), prm.region.end()).size();
+  if (prm.has_locality()) {
     m["alpha_local"] = prm.alpha_local;
     m["beta_local"] = prm.beta_local;
   }

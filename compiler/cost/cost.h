@@ -27,7 +27,20 @@ struct CostParams {
   /// Ranks per node (ranks r and q share a node when r / ppn == q / ppn); 0: flat network,
   /// every message uses alpha and beta.
   int64_t ppn = 0;
-  double alpha_local = 0, beta_local = 0;  ///< used for messages within a node
+  double alpha_local = 0, beta_local = 0;  ///< used for messages within a node (region)
+  /// Locality regions (the locality-aware Bruck seed, Eq. 2-3: alpha_local/beta_local for
+  /// messages within a region, alpha/beta between regions): [rank] region id, e.g. the
+  /// node, switch or group of a rank map (compiler/topo/machine.h). When non-empty it
+  /// replaces `ppn` and must have one entry per rank (else simulate_cost fails).
+  std::vector<int64_t> region;
+  /// True when ranks r and q (in [0, p)) are in one region: same `region` entry, else the
+  /// same node of `ppn`; false on a flat network.
+  bool local(int64_t r, int64_t q) const {
+    if (!region.empty()) return region[size_t(r)] == region[size_t(q)];
+    return ppn > 0 && r / ppn == q / ppn;
+  }
+  /// True when some messages may be local (ppn or regions given).
+  bool has_locality() const { return ppn > 0 || !region.empty(); }
 };
 
 /// The size of the reduced / transferred vector.

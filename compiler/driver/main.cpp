@@ -2,6 +2,7 @@
 // emit_mpi.h) that the tests also use.
 #include <CLI/CLI.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 
 #include "check.h"
@@ -10,8 +11,10 @@
 #include "emit_mpi.h"
 #include "target.h"
 #include "instantiate.h"
+#include "machine.h"
 #include "schedule.h"
 #include "sema.h"
+#include "traffic.h"
 
 namespace {
 
@@ -313,9 +316,29 @@ struct CostOptions {
   CostParams params;
   bool json = false;
   bool commutative = false;  ///< instantiate with commutative = true
+  std::string machine;       ///< --machine SPEC: regions from its rank map
+  std::string local_level = "node";  ///< node, switch or group: the region of --machine
 };
 
 int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set) {
+  if ((alpha_local_set || beta_local_set) && o.params.ppn == 0 && o.machine.empty()) {
+    std::cerr << "bine-cc: error: --alpha-local and --beta-local need --ppn K or --machine SPEC\n";
+    return 2;
+  }
+  if (!o.machine.empty()) {
+    if (o.params.ppn > 0) {
+      std::cerr << "bine-cc: error: --ppn and --machine both say where ranks run; give one (ppn=K is a machine spec)\n";
+      return 2;
+    }
+    RankMap m;
+    std::string err;
+    if (!build_rank_map(o.machine, o.p, m, err)) {
+      report_error(c.format, err);
+      return 2;
+    }
+    for (const Location& l : m.loc)
+      o.params.region.push_back(o.local_level == "node" ? l.node : o.local_level == "switch" ? l.sw : l.group);
+  }
   if (o.elem_size == 0 || o.bytes % o.elem_size != 0) {
     std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
     return 2;
@@ -338,6 +361,83 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   std::cout << (o.json ? cost_json(sch, vec, o.params, res) : cost_text(sch, vec, o.params, res));
   print_diags(diags, c.format);
   return 0;
+}
+
+struct TrafficCli {
+  int64_t p = 0, root = 0;
+  uint64_t bytes = uint64_t(1) << 20, elem_size = 4;
+  std::vector<std::string> machines;
+  bool json = false, commutative = false;
+};
+
+/// bine-cc traffic: every selected schedule at (p, root) on every --machine, bytes and
+/// messages per link class (docs/topology.md). Exit 2 on a bad machine spec or map, 1 on
+/// bad input files or a failing instance; schedules that do not apply to p are listed.
+int cmd_traffic(const Common& c, const TrafficCli& o) {
+  if (o.elem_size == 0 || o.bytes % o.elem_size != 0) {
+    std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
+    return 2;
+  }
+  std::vector<RankMap> maps(o.machines.size());
+  for (size_t i = 0; i < maps.size(); ++i) {
+    std::string err;
+    if (!build_rank_map(o.machines[i], o.p, maps[i], err)) {
+      report_error(c.format, err);
+      return 2;
+    }
+  }
+  DiagnosticSink diags;
+  Program prog;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const auto todo = selected(prog, c.only, diags);
+  if (diags.has_errors()) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  struct Inst {
+    const ScheduleDecl* decl;
+    bool ok;
+    std::string unmet;
+    Schedule sch;
+  };
+  std::vector<Inst> insts;
+  for (const ScheduleDecl* s : todo) {
+    Inst in{s, false, "", {}};
+    const InstStatus st = instantiate(prog, *s, {o.p, o.root, o.commutative || default_commutative(*s)}, in.sch, diags, &in.unmet);
+    if (st == InstStatus::error) continue;
+    in.ok = st == InstStatus::ok;
+    insts.push_back(std::move(in));
+  }
+  const CostVector vec{o.bytes / o.elem_size, o.elem_size};
+  if (o.json) std::cout << "[";
+  bool first = true;
+  for (const RankMap& m : maps)
+    for (const Inst& in : insts) {
+      if (o.json) {
+        std::cout << (first ? "\n " : ",\n ");
+        first = false;
+        if (in.ok) {
+          std::cout << traffic_json(in.sch, m, vec, count_traffic(in.sch, m, vec));
+        } else {
+          nlohmann::ordered_json j;
+          j["schedule"] = in.decl->name;
+          j["p"] = o.p;
+          j["machine"] = m.spec;
+          j["applicable"] = false;
+          j["requires"] = in.unmet;
+          std::cout << j.dump();
+        }
+        continue;
+      }
+      if (in.ok) std::cout << traffic_text(in.sch, m, vec, count_traffic(in.sch, m, vec));
+      else std::cout << in.decl->name << ": does not apply to p=" << o.p << ": requires " << in.unmet << "\n";
+    }
+  if (o.json) std::cout << "\n]\n";
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
 }
 
 }  // namespace
@@ -432,20 +532,39 @@ int main(int argc, char** argv) {
   cost->add_option("--f-alpha", copt.params.f_alpha, "alpha_uni / alpha for one-way pairs (default 1)");
   cost->add_option("--f-beta", copt.params.f_beta, "beta_uni / beta for one-way pairs (default 1)");
   CLI::Option* ppn_opt = cost->add_option("--ppn", copt.params.ppn, "ranks per node (default: flat network)");
-  CLI::Option* al_opt =
-      cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node (default --alpha)")->needs(ppn_opt);
+  CLI::Option* al_opt = cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node / region (default --alpha)");
   CLI::Option* bl_opt =
-      cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node (default --beta)")->needs(ppn_opt);
+      cost->add_option("--beta-local", copt.params.beta_local, "time per byte within a node / region (default --beta)");
+  cost->add_option("--machine", copt.machine,
+                   "machine spec (docs/topology.md): messages within one region (--local-level) cost alpha-local, beta-local")
+      ->excludes(ppn_opt);
+  cost->add_option("--local-level", copt.local_level, "the region of --machine: node (default), switch or group")
+      ->check(CLI::IsMember({"node", "switch", "group"}));
   cost->add_option("--segment-bytes", copt.segment_bytes,
                    "segment size in bytes for every round, overriding the schedule's 'segment' (0: none)")
       ->check(CLI::NonNegativeNumber);
   cost->add_flag("--json", copt.json, "JSON instead of text");
   cost->add_flag("--commutative", copt.commutative, "instantiate with commutative = true");
 
+  TrafficCli tcli;
+  CLI::App* trf = app.add_subcommand(
+      "traffic", "bytes and messages per link class (intra-node, intra-group, global) of one instance per schedule on a machine (docs/topology.md)");
+  add_common(trf);
+  trf->add_option("-p", tcli.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  trf->add_option("--root", tcli.root, "root rank (rooted collectives)");
+  trf->add_option("--machine", tcli.machines,
+                  "machine spec (repeatable): ppn=K, dragonfly:G,R,N[,ppn=K], fattree:K[,ppn=K], torus:X,Y,Z[,ppn=K], "
+                  "hosts:FILE,map=FILE[,ppn=K], leonardo:FILE[,map=FILE][,ppn=K]")
+      ->required();
+  trf->add_option("--bytes", tcli.bytes, "vector size n in bytes (default 1048576)")->check(non_negative);
+  trf->add_option("--elem-size", tcli.elem_size, "bytes per element (default 4)")->check(non_negative);
+  trf->add_flag("--json", tcli.json, "one JSON array, an object per (machine, schedule), instead of text");
+  trf->add_flag("--commutative", tcli.commutative, "instantiate with commutative = true");
+
   // One spelling: a single process count is -p N, a range --ranks A..B (check). The old
   // `--ranks N` of schedule/cost gets a clear error instead of CLI11's guess.
   std::string stale_ranks;
-  for (CLI::App* sc : {sched, cost, drw}) sc->add_option("--ranks", stale_ranks)->group("");
+  for (CLI::App* sc : {sched, cost, drw, trf}) sc->add_option("--ranks", stale_ranks)->group("");
 
   // An unknown command is named (CLI11 would only say that a subcommand is required).
   std::string names;
@@ -459,13 +578,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   CLI11_PARSE(app, argc, argv);
-  const char* verb = sched->parsed() ? "schedule" : cost->parsed() ? "cost" : "draw";
-  if ((sched->parsed() || cost->parsed() || drw->parsed()) && !stale_ranks.empty()) {
+  const char* verb = sched->parsed() ? "schedule" : cost->parsed() ? "cost" : trf->parsed() ? "traffic" : "draw";
+  if ((sched->parsed() || cost->parsed() || drw->parsed() || trf->parsed()) && !stale_ranks.empty()) {
     std::cerr << "bine-cc: error: " << verb
               << " takes one process count as -p N; --ranks A..B is the range of check\n";
     return 2;
   }
-  if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0) || (drw->parsed() && dcli.p == 0)) {
+  if ((sched->parsed() && p == 0) || (cost->parsed() && copt.p == 0) || (drw->parsed() && dcli.p == 0) ||
+      (trf->parsed() && tcli.p == 0)) {
     std::cerr << "bine-cc: error: " << verb << " needs a process count: -p N\n";
     return 2;
   }
@@ -478,6 +598,7 @@ int main(int argc, char** argv) {
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
+  if (trf->parsed()) return cmd_traffic(common, tcli);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
   return 2;
 }

@@ -91,6 +91,56 @@ def main():
          out=r"round 0: .*\n  rank 0 send \{0\} to 2 ", stdin=comm)
     case("cost --commutative", ["cost", "-", "-p", "4", "--commutative", "--bytes", "64", "--alpha", "1", "--beta", "0",
                                 "--gamma", "0"], 0, out=r"cost of c", stdin=comm)
+    # traffic (docs/topology.md): machine specs and allocations; bad input exits 2 naming it.
+    rd = ["traffic", "dsl/lib/baselines.bine", "--schedule", "recursive_doubling_allreduce"]
+    case("traffic on a dragonfly", rd + ["-p", "8", "--machine", "dragonfly:4,2,1"], 0,
+         out=r"machine: dragonfly:4,2,1: 8 ranks on 8 nodes, 8 switches, 4 groups[\s\S]*total +0 +0 +8388608 +8 +16777216 +16")
+    out = case("traffic --json", rd + ["-p", "8", "--machine", "ppn=2", "--machine", "torus:2,2,2", "--json"], 0)
+    try:
+        js = json.loads(out)
+        if [j["machine"] for j in js] != ["ppn=2", "torus:2,2,2"] or js[0]["total"]["intra_node"]["messages"] != 8:
+            failures.append("traffic --json content")
+            print("FAIL traffic --json content")
+    except (json.JSONDecodeError, KeyError, TypeError):
+        failures.append("traffic --json parses")
+        print("FAIL traffic --json parses")
+    case("traffic: schedules that do not apply are listed",
+         ["traffic", "dsl/lib/baselines.bine", "-p", "6", "--machine", "ppn=3"], 0,
+         out=r"ring_allreduce \(allreduce\), p = 6")
+    case("traffic without --machine", rd + ["-p", "8"], 106, err=r"--machine is required")
+    case("traffic without -p", rd + ["--machine", "ppn=2"], 2, err=r"traffic needs a process count: -p N")
+    case("traffic: unparsable spec", rd + ["-p", "8", "--machine", "dragonfly:2,2"], 2,
+         err=r"machine spec 'dragonfly:2,2': expected dragonfly:G,R,N")
+    case("traffic: unknown kind", rd + ["-p", "8", "--machine", "mesh:4"], 2, err=r"unknown machine kind 'mesh'")
+    case("traffic: p too large", rd + ["-p", "16", "--machine", "torus:2,2,2"], 2, err=r"p=16 ranks do not fit")
+    case("traffic: JSON diagnostics", rd + ["-p", "8", "--machine", "x", "--diagnostics-format", "json"], 2,
+         json_stderr=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts, mp = os.path.join(tmp, "hosts.txt"), os.path.join(tmp, "map.txt")
+        with open(mp, "w") as f:
+            f.write("NODE 0001 CELL 1 SWITCH 100\nNODE 0002 CELL 1 SWITCH 100\nNODE 0003 CELL 2 SWITCH 200\n")
+        with open(hosts, "w") as f:
+            f.write("lrdn0001\nlrdn0003\nnode7\n")
+        spec = f"hosts:{hosts},map={mp}"
+        case("traffic: unknown host names file and line", rd + ["-p", "3", "--machine", spec], 2,
+             err=re.escape(hosts) + r":3: unknown host 'node7'")
+        with open(hosts, "w") as f:
+            f.write("lrdn0001\nlrdn0003\n")
+        case("traffic: p not matching the allocation", rd + ["-p", "4", "--machine", spec], 2,
+             err=r"p=4 does not match the allocation: 2 hosts")
+        case("traffic on an allocation", rd + ["-p", "2", "--machine", spec], 0,
+             out=r"2 ranks on 2 nodes, 2 switches, 2 groups")
+        with open(mp, "w") as f:
+            f.write("NODE 0001 CELL 1\nNODE 0003 SWITCH 3\n")
+        case("traffic: map line without a group", rd + ["-p", "2", "--machine", spec], 2,
+             err=re.escape(mp) + r":2: a map line needs NODE <name> and CELL <group>")
+    case("cost --machine: regions (seed Eq. 3)",
+         ["cost", "dsl/lib/mpich_allgather.bine", "--schedule", "bruck_allgather", "-p", "16", "--bytes", "16",
+          "--elem-size", "1", "--alpha", "1", "--beta", "1", "--gamma", "0", "--machine", "ppn=4", "--alpha-local", "0",
+          "--beta-local", "0"], 0, out=r"makespan = 4 alpha \+ 15 beta")
+    case("cost --alpha-local needs a locality", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
+                                                 "--bytes", "64", "--alpha", "1", "--beta", "0", "--gamma", "0",
+                                                 "--alpha-local", "0"], 2, err=r"need --ppn K or --machine SPEC")
     print(f"cli: {'PASS' if not failures else 'FAIL'} ({len(failures)} failure(s))")
     sys.exit(1 if failures else 0)
 
