@@ -134,6 +134,7 @@ class RankRun {
     check(pipe_.prologue(rec, collective_));
     exec_top(sd_->body, /*at_end=*/true);
     check(pipe_.epilogue(rec, collective_));
+    pipe_.release();
     return true;
   }
   /// A rank the fold sets aside (two-one): only the fold's rounds, on the instance's

@@ -339,8 +339,13 @@ class RoundPipeline {
     return sink.round(RoundKind::fold_epilogue, ops_);
   }
 
-  /// Body rounds ended so far (statement rounds and mirror replays).
-  int64_t body_rounds() const { return int64_t(log_.size()); }
+  /// Frees the log of body rounds (after epilogue(): a driver that keeps many ranks'
+  /// pipelines alive, like the compiler's, need not keep their logs).
+  void release() {
+    std::vector<std::vector<RoundOp>>().swap(log_);
+    std::vector<std::pair<int64_t, int64_t>>().swap(phases_);
+    std::vector<RoundOp>().swap(ops_);
+  }
   /// True when the final mirror's replay of the first round was fused with the `fold 3-2`
   /// epilogue.
   bool fused() const { return fused_; }
