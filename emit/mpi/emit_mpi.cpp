@@ -216,7 +216,42 @@ class Emitter {
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
+    persistent(fname);
     return o.str();
+  }
+  /// The persistent form (MPI-4 style, like MPI_Allreduce_init): `<fname>_init` binds the
+  /// arguments to a plan object whose start() runs the collective on them; the plan keeps
+  /// its own PlanCache, so the second and later starts replay the rounds built by the first.
+  void persistent(const std::string& fname) {
+    std::ostream& o = *out_;
+    const Signature sig = signature(sd_.collective);
+    const std::vector<std::string> params = split(sig.params), names = split(sig.names);
+    const std::string plan_t = prefix_ + "plan";
+    o << "extern \"C\" int " << fname << "_init(" << sig.params << ", " << plan_t << "* plan) {\n";
+    o << "  struct Bound final : " << plan_t << "_s {\n";
+    for (const std::string& prm : params) o << "    " << prm << ";\n";
+    o << "    int start() override {\n";
+    o << "      bine::mpi::Context cx(" << c_string(fname) << ");\n";
+    o << "      cx.use_plans(plans);\n";
+    o << "      return cx.result(bine_run_" << fname << "(cx, " << sig.names << "));\n";
+    o << "    }\n  };\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname + "_init") << ");\n";
+    o << "  if (!plan) return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n";
+    o << "  Bound* b = new (std::nothrow) Bound;\n";
+    o << "  if (!b) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the plan\"));\n";
+    for (const std::string& n : names) o << "  b->" << n << " = " << n << ";\n";
+    o << "  *plan = b;\n  return cx.result(MPI_SUCCESS);\n}\n";
+  }
+  static std::vector<std::string> split(const std::string& list) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t comma = list.find(", ", at);
+      out.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 2;
+    }
+    return out;
   }
 
  private:
@@ -621,8 +656,26 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     << "// unit, #define BINE_IMPLEMENTATION before including it. Needs runtime/include on the include path.\n"
     << "// Every function returns MPI_SUCCESS or an MPI error code (see bine/mpi_runtime.hpp).\n";
   o << "#pragma once\n#include <mpi.h>\n#include <stddef.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
+  const std::string plan_t = prefix + "plan";
+  o << "/// A persistent collective (MPI-4 style, like MPI_Allreduce_init / MPI_Start): made by a\n"
+    << "/// function's _init form, which binds its arguments (buffers, counts, datatype, op, root,\n"
+    << "/// communicator: they must stay valid until the plan is freed); " << prefix << "plan_start() runs the\n"
+    << "/// collective on them (blocking: MPI_Start plus MPI_Wait), as often as wanted, the first\n"
+    << "/// start building the rounds (partners, block ranges, folds) that later starts replay.\n"
+    << "typedef struct " << plan_t << "_s* " << plan_t << ";\n"
+    << "/// Runs the plan's collective once; returns what the plain function would return.\n"
+    << "/// MPI_ERR_REQUEST for a NULL plan. Starts of one plan must not overlap.\n"
+    << "int " << prefix << "plan_start(" << plan_t << " plan);\n"
+    << "/// Frees the plan and sets *plan to NULL (a NULL *plan is allowed); MPI_ERR_ARG for NULL.\n"
+    << "/// Leaves " << prefix << "last_error() as it was (the last start's error stays readable).\n"
+    << "int " << prefix << "plan_free(" << plan_t << "* plan);\n";
   for (size_t i = 0; i < schedules.size(); ++i) {
     o << emitted_prototype(*schedules[i], prefix) << ";\n";
+    o << "/// The persistent form: binds the arguments of " << fname(*schedules[i]) << " to *plan (" << prefix
+      << "plan_start,\n/// " << prefix << "plan_free). MPI_ERR_ARG when plan is NULL, MPI_ERR_NO_MEM; other errors come from\n"
+      << "/// the starts.\n";
+    o << "int " << fname(*schedules[i]) << "_init(" << signature(schedules[i]->collective).params << ", " << plan_t
+      << "* plan);\n";
     o << "/// 1 when the schedule applies to p processes, 0 when its `requires` excludes p, -1 when p\n"
       << "/// is outside the verified range (" << proofs[i].p_lo << ".." << proofs[i].p_hi << ").\n";
     o << "int " << fname(*schedules[i]) << "_applicable(int p);\n";
@@ -650,7 +703,16 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
     o << "\n";
   }
   o << "\n";
-  o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
+  o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n#include <new>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
+  o << "struct " << plan_t << "_s {\n  virtual ~" << plan_t << "_s() = default;\n  virtual int start() = 0;\n"
+    << "  bine::mpi::PlanCache plans;  ///< this plan's rounds, built by its first start\n};\n";
+  o << "extern \"C\" int " << prefix << "plan_start(" << plan_t << " plan) {\n"
+    << "  if (!plan) {\n    bine::mpi::Context cx(\"" << prefix << "plan_start\");\n"
+    << "    return cx.result(cx.fail(MPI_ERR_REQUEST, \"the plan is NULL\"));\n  }\n  return plan->start();\n}\n";
+  o << "extern \"C\" int " << prefix << "plan_free(" << plan_t << "* plan) {\n"
+    << "  if (!plan) {\n    bine::mpi::Context cx(\"" << prefix << "plan_free\");\n"
+    << "    return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n  }\n"
+    << "  delete *plan;\n  *plan = nullptr;\n  return MPI_SUCCESS;\n}\n\n";
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ScheduleDecl& s = *schedules[i];
     o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";

@@ -9,6 +9,8 @@
 //                          order-preserving, and be refused with MPI_ERR_OP otherwise.
 //   harness check-twice    the check matrix twice, with other data the second time (the
 //                          second pass replays the persistent plans the first built)
+//   harness check-persistent  the check matrix through the persistent forms (<name>_init,
+//                          bcc_plan_start twice, once for in-place cases, then bcc_plan_free)
 //   harness trace DIR      records, through the PMPI shim, every call each schedule makes for
 //                          a few (root, count) pairs, each twice (building, then replaying
 //                          the persistent plan), and writes DIR/trace.<rank>.json for
@@ -37,17 +39,42 @@ using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, 
 using AllgatherFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
 using ReduceScatterFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
+/// check-persistent: every call goes through the function's persistent form (_init, then
+/// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
+/// shift again, then bcc_plan_free).
+bool persistent = false;
+/// Set by a case that calls in place on some rank (the same value on every rank, so that
+/// every rank starts its plan as often); read and cleared by Entry::call.
+bool in_place_case = false;
+
 template <class F>
-struct Entry {
+struct Entry;
+template <class... A>
+struct Entry<int (*)(A...)> {
   const char* name;
-  F fn;
+  int (*fn)(A...);
+  int (*init)(A..., bcc_plan*);  ///< the persistent form
   bool order_preserving;
   int (*applicable)(int);  ///< from the verifier: 0 when `requires` excludes p
   const char* (*why)(int);  ///< from the verifier: the false `requires` clause at p
+
+  int call(A... a) const {
+    if (!persistent) {
+      in_place_case = false;
+      return fn(a...);
+    }
+    bcc_plan plan = nullptr;
+    int rc = init(a..., &plan);
+    if (rc != MPI_SUCCESS) return rc;
+    const int starts = in_place_case ? 1 : 2;
+    in_place_case = false;
+    for (int k = 0; k < starts && rc == MPI_SUCCESS; ++k) rc = bcc_plan_start(plan);
+    const int frc = bcc_plan_free(&plan);
+    return rc != MPI_SUCCESS ? rc : plan != nullptr ? MPI_ERR_OTHER : frc;
+  }
 };
 
-
-#define BINE_ENTRY(f, order, same) {#f, f, order != 0, f##_applicable, f##_requires},
+#define BINE_ENTRY(f, order, same) {#f, f, f##_init, order != 0, f##_applicable, f##_requires},
 using AllreduceEntry = Entry<AllreduceFn>;
 using BcastEntry = Entry<BcastFn>;
 const std::vector<AllreduceEntry> kAllreduce = {BCC_ALLREDUCE_SCHEDULES(BINE_ENTRY)};
@@ -104,6 +131,7 @@ T value(int r, size_t i) {
 
 template <class T>
 void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t n, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   std::vector<T> send(n), expect(n), got(n), send_copy;
   for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
   send_copy = send;
@@ -111,10 +139,10 @@ void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t 
   int rc;
   if (in_place) {
     got = send;
-    rc = e.fn(MPI_IN_PLACE, got.data(), n, dt, op, MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, got.data(), n, dt, op, MPI_COMM_WORLD);
   } else {
     for (auto& g : got) g = T(-7777);
-    rc = e.fn(send.data(), got.data(), n, dt, op, MPI_COMM_WORLD);
+    rc = e.call(send.data(), got.data(), n, dt, op, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) +
@@ -157,7 +185,7 @@ void noncommutative_case(const AllreduceEntry& e, MPI_Datatype mat, MPI_Op op, s
   for (size_t i = 0; i < n; ++i)
     for (int j = 0; j < 4; ++j) send[4 * i + size_t(j)] = m(rank, i, j);
   for (size_t i = 0; i < n; ++i) sequential_product([&](int r, int j) { return m(r, i, j); }, &expect[4 * i]);
-  const int rc = e.fn(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
+  const int rc = e.call(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
   // Proved order-preserving for every p: must be accepted. Otherwise MPI_ERR_OP is allowed
@@ -176,7 +204,7 @@ void bcast_case(const BcastEntry& e, MPI_Datatype dt, int width, size_t n, int r
   for (size_t i = 0; i < expect.size(); ++i) expect[i] = rank == root ? value<T>(root, i) : T(-1);
   got = expect;
   MPI_Bcast(expect.data(), int(n), dt, root, MPI_COMM_WORLD);
-  const int rc = e.fn(got.data(), n, dt, root, MPI_COMM_WORLD);
+  const int rc = e.call(got.data(), n, dt, root, MPI_COMM_WORLD);
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " root=" + std::to_string(root) + " n=" + std::to_string(n);
   if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
@@ -194,6 +222,7 @@ std::string tag_of(const char* name, const char* what, size_t n, int root = -1) 
 
 template <class T>
 void reduce_case(const Entry<ReduceFn>& e, MPI_Op op, size_t n, int root, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   std::vector<T> send(n), expect(n), got(n, T(-7)), copy;
   for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
   copy = send;
@@ -201,9 +230,9 @@ void reduce_case(const Entry<ReduceFn>& e, MPI_Op op, size_t n, int root, bool i
   int rc;
   if (in_place && rank == root) {
     got = send;
-    rc = e.fn(MPI_IN_PLACE, got.data(), n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, got.data(), n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), rank == root ? got.data() : nullptr, n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), rank == root ? got.data() : nullptr, n, mpi_type<T>(), op, root, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = tag_of(e.name, "reduce", n, root) + (in_place ? " in-place" : "");
@@ -215,6 +244,7 @@ void reduce_case(const Entry<ReduceFn>& e, MPI_Op op, size_t n, int root, bool i
 
 template <class T>
 void allgather_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   const size_t p = size_t(size);
   std::vector<T> send(n), expect(n * p), got(n * p, T(-7));
   for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
@@ -223,9 +253,9 @@ void allgather_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
   int rc;
   if (in_place) {
     std::copy(send.begin(), send.end(), got.begin() + long(size_t(rank) * n));
-    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+    rc = e.call(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = tag_of(e.name, "allgather", n) + (in_place ? " in-place" : "");
@@ -237,6 +267,7 @@ void allgather_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
 
 template <class T>
 void gather_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   const size_t p = size_t(size);
   std::vector<T> send(n), expect(n * p), got(n * p, T(-7));
   for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
@@ -244,9 +275,9 @@ void gather_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pla
   int rc;
   if (in_place && rank == root) {
     std::copy(send.begin(), send.end(), got.begin() + long(size_t(rank) * n));
-    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = tag_of(e.name, "gather", n, root) + (in_place ? " in-place" : "");
@@ -257,6 +288,7 @@ void gather_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pla
 
 template <class T>
 void scatter_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   const size_t p = size_t(size);
   std::vector<T> send(n * p), expect(n), got(n, T(-7));
   for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(root, i);
@@ -264,10 +296,10 @@ void scatter_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pl
   MPI_Scatter(send.data(), int(n), mpi_type<T>(), expect.data(), int(n), mpi_type<T>(), root, MPI_COMM_WORLD);
   int rc;
   if (in_place && rank == root) {
-    rc = e.fn(send.data(), n, mpi_type<T>(), MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), n, mpi_type<T>(), MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
     got = expect;  // nothing moves at the root
   } else {
-    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), root, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = tag_of(e.name, "scatter", n, root) + (in_place ? " in-place" : "");
@@ -279,6 +311,7 @@ void scatter_case(const Entry<RootedBlocksFn>& e, size_t n, int root, bool in_pl
 
 template <class T>
 void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   const size_t p = size_t(size);
   std::vector<T> send(n * p), expect(n), got(n, T(-7));
   for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(rank, i);
@@ -286,8 +319,8 @@ void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, b
   MPI_Reduce_scatter_block(send.data(), expect.data(), int(n), mpi_type<T>(), op, MPI_COMM_WORLD);
   int rc;
   std::vector<T> inplace = send;
-  if (in_place) rc = e.fn(MPI_IN_PLACE, inplace.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
-  else rc = e.fn(send.data(), got.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
+  if (in_place) rc = e.call(MPI_IN_PLACE, inplace.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
+  else rc = e.call(send.data(), got.data(), n, mpi_type<T>(), op, MPI_COMM_WORLD);
   if (in_place) got.assign(inplace.begin(), inplace.begin() + long(n));
   ++cases;
   const std::string tag = tag_of(e.name, "reduce_scatter", n) + (in_place ? " in-place" : "");
@@ -299,6 +332,7 @@ void reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Op op, size_t n, b
 
 template <class T>
 void alltoall_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
+  in_place_case = in_place;  // the same on every rank: as many starts everywhere
   const size_t p = size_t(size);
   std::vector<T> send(n * p), expect(n * p), got(n * p, T(-7));
   for (size_t i = 0; i < send.size(); ++i) send[i] = value<T>(rank, i);
@@ -307,9 +341,9 @@ void alltoall_case(const Entry<AllgatherFn>& e, size_t n, bool in_place) {
   int rc;
   if (in_place) {
     got = send;
-    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
+    rc = e.call(send.data(), n, mpi_type<T>(), got.data(), n, mpi_type<T>(), MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = tag_of(e.name, "alltoall", n) + (in_place ? " in-place" : "");
@@ -331,7 +365,7 @@ void noncommutative_reduce_scatter_case(const Entry<ReduceScatterFn>& e, MPI_Dat
     const size_t i = size_t(rank) * n + k;  // element of this rank's block
     sequential_product([&](int r, int j) { return m(r, i, j); }, &expect[4 * k]);
   }
-  const int rc = e.fn(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
+  const int rc = e.call(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
   if (rc == MPI_ERR_OP && !e.order_preserving) return;
@@ -370,7 +404,7 @@ int run_check() {
     // A non-contiguous datatype is refused with MPI_ERR_TYPE, not mis-read.
     std::vector<int> a(8, 1), b(8, 0);
     ++cases;
-    const int type_rc = e.fn(a.data(), b.data(), 2, strided, MPI_SUM, MPI_COMM_WORLD);
+    const int type_rc = e.call(a.data(), b.data(), 2, strided, MPI_SUM, MPI_COMM_WORLD);
     if (type_rc != MPI_ERR_TYPE) fail(std::string(e.name) + ": non-contiguous datatype not refused with MPI_ERR_TYPE");
     else check_error_text(e.name, type_rc, "not contiguous");
   }
@@ -468,7 +502,7 @@ int run_trace(const std::string& dir) {
       for (size_t n : ns) {
         std::vector<int> s(n, 1), out(n, 0);
         trace::begin(out.data(), sizeof(int), int64_t(n));
-        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        const int rc = e.call(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
         if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
       }
@@ -477,7 +511,7 @@ int run_trace(const std::string& dir) {
         for (size_t n : ns) {
           std::vector<int> buf(n, rank);
           trace::begin(buf.data(), sizeof(int), int64_t(n));
-          const int rc = e.fn(buf.data(), n, MPI_INT, root, MPI_COMM_WORLD);
+          const int rc = e.call(buf.data(), n, MPI_INT, root, MPI_COMM_WORLD);
           { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
           if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
         }
@@ -487,7 +521,7 @@ int run_trace(const std::string& dir) {
         for (size_t n : ns) {
           std::vector<int> s(n, 1), out(n, 0);
           trace::begin(nullptr, 1, 0);
-          const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+          const int rc = e.call(s.data(), out.data(), n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
           { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
           if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
         }
@@ -495,7 +529,7 @@ int run_trace(const std::string& dir) {
       for (size_t n : ns) {
         std::vector<int> s(n, 1), out(n * p, 0);
         trace::begin(nullptr, 1, 0);
-        const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+        const int rc = e.call(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
         { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
         if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
       }
@@ -505,7 +539,7 @@ int run_trace(const std::string& dir) {
           for (size_t n : ns) {
             std::vector<int> s(n * p, 1), out(n * p, 0);
             trace::begin(nullptr, 1, 0);
-            const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, root, MPI_COMM_WORLD);
+            const int rc = e.call(s.data(), n, MPI_INT, out.data(), n, MPI_INT, root, MPI_COMM_WORLD);
             { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, root, n, rounds); }
             if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
           }
@@ -513,7 +547,7 @@ int run_trace(const std::string& dir) {
       for (size_t n : ns) {
         std::vector<int> s(n * p, 1), out(n, 0);
         trace::begin(nullptr, 1, 0);
-        const int rc = e.fn(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        const int rc = e.call(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
         if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
       }
@@ -521,7 +555,7 @@ int run_trace(const std::string& dir) {
       for (size_t n : ns) {
         std::vector<int> s(n * p, 1), out(n * p, 0);
         trace::begin(nullptr, 1, 0);
-        const int rc = e.fn(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
+        const int rc = e.call(s.data(), n, MPI_INT, out.data(), n, MPI_INT, MPI_COMM_WORLD);
         const auto rounds = trace::end();
         if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds);
       }
@@ -551,8 +585,14 @@ int main(int argc, char** argv) {
     data_salt = 1;
     rc |= run_check();
   }
+  else if (mode == "check-persistent") {
+    // The matrix through the persistent forms: _init, start (twice: the second replays the
+    // plan's own rounds), free.
+    persistent = true;
+    rc = run_check();
+  }
   else if (mode == "trace" && argc > 2) rc = run_trace(argv[2]);
-  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | trace DIR\n");
+  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | trace DIR\n");
   MPI_Finalize();
   return rc;
 }

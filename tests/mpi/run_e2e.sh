@@ -23,6 +23,10 @@ for p in 3 8; do
   echo -n "twice (persistent plans replayed, other data) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-twice || status=1
 done
+for p in 1 3 6 8; do
+  echo -n "persistent forms (_init, start twice, free) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-persistent || status=1
+done
 for p in 1 5 8; do
   echo -n "default error handler (MPI_ERRORS_ARE_FATAL) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-fatal || status=1

@@ -442,7 +442,8 @@ class BasicContext {
   /// then only copies out) and replayed() is true; otherwise this call records its rounds
   /// and finish() stores them in `cache` if it succeeds. Call after begin_*, when the
   /// call is not finished().
-  int plan(PlanCache& cache) {
+  int plan(PlanCache& function_cache) {
+    PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
     const PlanKey k{int(kind_), size_, rank_, root_, count_, elem_bytes_, block_elems_, commutative(), segment_env()};
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
@@ -457,6 +458,9 @@ class BasicContext {
     plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
     return MPI_SUCCESS;
   }
+  /// Makes plan() look up and store plans in `cache` instead of the generated function's
+  /// (a persistent collective's own, <prefix>plan). Call before the generated body runs.
+  void use_plans(PlanCache& cache) { own_plans_ = &cache; }
   /// True when plan() replayed a persistent plan (the schedule body must not run).
   bool replayed() const { return replayed_; }
 
@@ -1073,6 +1077,7 @@ class BasicContext {
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
   std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
   PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
+  PlanCache* own_plans_ = nullptr;   ///< use_plans(): a persistent collective's cache
   PlanKey key_{};                    ///< the call's shape (plan())
   bool replayed_ = false;            ///< plan() replayed a persistent plan
   /// The round pipeline (bine/rounds.hpp): folds, body-to-real mapping, mirror; the
