@@ -417,7 +417,7 @@ class RankRun {
     }
   }
   void in_round(const Stmt& s) {
-    if (!in_round_) fail(s.span, "internal: transfer outside a round");
+    BINE_ASSERT(in_round_, s.span.where() + ": a transfer outside a round (sema classifies rounds)");
   }
 
   // ---- expressions ----
@@ -446,7 +446,7 @@ class RankRun {
           case NameKind::fn_param: return args_.back()[size_t(e.slot)];
           case NameKind::unresolved: break;
         }
-        fail(e.span, "internal: unresolved name");
+        internal_error(__FILE__, __LINE__, e.span.where() + ": unresolved name (sema resolves every name)");
       case ExprKind::unary: {
         const int64_t a = int_expr(*e.kids[0], at);
         if (e.op == Tok::minus) return neg(a);
@@ -479,13 +479,13 @@ class RankRun {
           case Tok::le: return a <= b;
           case Tok::gt: return a > b;
           case Tok::ge: return a >= b;
-          default: fail(e.span, "internal: bad operator");
+          default: internal_error(__FILE__, __LINE__, e.span.where() + ": an operator sema does not type as int");
         }
       }
       case ExprKind::ternary:
         return int_expr(*e.kids[0], at) ? int_expr(*e.kids[1], at) : int_expr(*e.kids[2], at);
       case ExprKind::call: return call(e, at);
-      default: fail(e.span, "internal: set used as int");
+      default: internal_error(__FILE__, __LINE__, e.span.where() + ": a set where sema typed an int");
     }
   }
   int64_t call(const Expr& e, const Span& at) {
@@ -531,7 +531,7 @@ class RankRun {
       case BuiltinId::buf:
       case BuiltinId::bufs: break;
     }
-    fail(e.span, "internal: unknown builtin " + e.name);
+    internal_error(__FILE__, __LINE__, e.span.where() + ": unknown builtin " + e.name);
   }
   BlockSet eval_set(const Expr& e, const Span& at) {
     BlockSet s = set_expr(e, at);
@@ -609,8 +609,8 @@ class RankRun {
           for (int64_t j = a; j < b; ++j) out = out | in.shifted(j * buffer_stride());
           return out;
         }
-        fail(e.span, "internal: int used as set");
-      default: fail(e.span, "internal: int used as set");
+        internal_error(__FILE__, __LINE__, e.span.where() + ": an int where sema typed a set");
+      default: internal_error(__FILE__, __LINE__, e.span.where() + ": an int where sema typed a set");
     }
   }
   /// Blocks per buffer in the instance: B, or R * B under `fold ring R` (the body's blocks are
@@ -847,11 +847,8 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     rr.assign(size_t(out.num_rounds), {});
     for (size_t k = 0; k < rec.rounds.size(); ++k) {
       const size_t at = rec.kinds[k] == RoundKind::fold_epilogue ? rr.size() - 1 : k;
-      if (at >= rr.size()) {
-        diags.error(decl.name_span, inst + ": internal error: " + describe(fl, x) + " ran " + std::to_string(rec.rounds.size()) +
-                                        " rounds, the instance has " + std::to_string(rr.size()));
-        return InstStatus::error;
-      }
+      BINE_ASSERT(at < rr.size(), inst + ": " + describe(fl, x) + " ran " + std::to_string(rec.rounds.size()) +
+                                      " rounds, the instance has " + std::to_string(rr.size()) + " (the round pipeline keeps them uniform)");
       rr[at] = std::move(rec.rounds[k]);
     }
   }

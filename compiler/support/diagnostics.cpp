@@ -1,8 +1,16 @@
 #include "support/diagnostics.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 namespace bine {
+
+void internal_error(const char* file, int line, const std::string& what) {
+  std::fprintf(stderr, "bine-cc: internal error: %s (%s:%d); please report it with the input\n", what.c_str(), file, line);
+  std::abort();
+}
 
 SourceFile::SourceFile(std::string n, std::string t) : name(std::move(n)), text(std::move(t)) {
   line_starts.push_back(0);

@@ -53,6 +53,15 @@ class DiagnosticSink {
   size_t errors_ = 0;
 };
 
+/// A compiler bug (a state the earlier passes rule out, not bad input): prints
+/// "bine-cc: internal error: WHAT (FILE:LINE)" to stderr and aborts. User errors are
+/// diagnostics; this is for what no input may cause. Use BINE_ASSERT.
+[[noreturn]] void internal_error(const char* file, int line, const std::string& what);
+#define BINE_ASSERT(cond, what) \
+  do {                                \
+    if (!(cond)) ::bine::internal_error(__FILE__, __LINE__, (what)); \
+  } while (0)
+
 /// Attaches a note to a diagnostic.
 void add_note(Diagnostic& d, Span at, std::string message);
 /// clang-style text: location, severity, message, source line, caret and tildes.
