@@ -63,6 +63,20 @@ def main():
                                            "--bytes", "-1", "--alpha", "1", "--beta", "1", "--gamma", "1"],
          105, err=r"--bytes: must be 0 or more, got -1")
     with tempfile.TemporaryDirectory() as tmp:
+        # Generated C names must be distinct: x_init is x's persistent form, plan_start the
+        # header's own; the header must not be emitted with two definitions of one name.
+        clash = os.path.join(tmp, "clash.bine")
+        body = "  blocks 1\n  for s in 0 .. log2(p) { exchange all / all with r ^ (1 << s) reduce }\n"
+        with open(clash, "w") as f:
+            for name in ("x", "x_init", "plan_start"):
+                f.write(f"schedule {name} implements allreduce {{\n  requires is_pow2(p)\n{body}}}\n")
+        out_h = os.path.join(tmp, "clash.h")
+        case("compile: a schedule named like another's _init is an error", ["compile", clash, "--verify-ranks", "1..4", "-o", out_h],
+             1, err=r"the generated name 'bcc_x_init' of schedule 'x_init' is also defined by schedule 'x'; rename the schedule")
+        case("compile: a schedule named like the header's plan_start is an error",
+             ["compile", clash, "--schedule", "plan_start", "--verify-ranks", "1..4", "-o", out_h],
+             1, err=r"'bcc_plan_start' of schedule 'plan_start' is also defined by a function of the header itself")
+        case("compile: x alone has no clash", ["compile", clash, "--schedule", "x", "--verify-ranks", "1..4", "-o", out_h], 0)
         empty = os.path.join(tmp, "empty.bine")
         open(empty, "w").close()
         case("an empty input is an error, not a silent OK", ["check", empty], 1, err=r"no schedule in the input files")
