@@ -67,10 +67,12 @@ int main(int argc, char** argv) {
       if (bytes < 32768 || !bcc_bine_allreduce_rsag_applicable(size)) break;
       const std::string seg = std::to_string(bytes / div);
       setenv("BINE_SEGMENT_BYTES", seg.c_str(), 1);
+      bine::mpi::reread_environment();
       const std::string name = "bine_allreduce_rsag, segment " + seg;
       row("allreduce", name.c_str(), bytes,
           time_us([&] { bcc_bine_allreduce_rsag(a.data(), b.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); }, reps), ref);
       unsetenv("BINE_SEGMENT_BYTES");
+      bine::mpi::reread_environment();
     }
     ref = time_us([&] { MPI_Bcast(a.data(), int(n), MPI_INT, 0, MPI_COMM_WORLD); }, reps);
 #define BC(f, o, s) row("bcast", #f, bytes, time_if(f##_applicable(size), [&] { f(a.data(), n, MPI_INT, 0, MPI_COMM_WORLD); }, reps), ref);

@@ -53,6 +53,7 @@
 #include <climits>
 #include <cstdarg>
 #include <cstdio>
+#include <atomic>
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
@@ -228,14 +229,31 @@ class PlanCache {
   std::vector<Entry> entries_;
 };
 
-/// BINE_SEGMENT_BYTES as a number of bytes, -1 when unset or not a number >= 0.
-inline int64_t segment_env() {
-  const char* env = std::getenv("BINE_SEGMENT_BYTES");
-  if (!env) return -1;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  return end != env && *end == '\0' && v >= 0 ? int64_t(v) : -1;
+/// The cached value of BINE_SEGMENT_BYTES (-2: not read yet).
+inline std::atomic<int64_t>& segment_env_cache() {
+  static std::atomic<int64_t> v{-2};
+  return v;
 }
+/// BINE_SEGMENT_BYTES as a number of bytes, -1 when unset or not a number >= 0. Read from
+/// the environment once per process, at the first call of a generated collective (a
+/// getenv() on every call costs a scan of the environment); reread_environment() reads it
+/// again at the next call.
+inline int64_t segment_env() {
+  int64_t v = segment_env_cache().load(std::memory_order_relaxed);
+  if (v != -2) return v;
+  const char* env = std::getenv("BINE_SEGMENT_BYTES");
+  v = -1;
+  if (env) {
+    char* end = nullptr;
+    const long long x = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && x >= 0) v = int64_t(x);
+  }
+  segment_env_cache().store(v, std::memory_order_relaxed);
+  return v;
+}
+/// Makes the next call of a generated collective read BINE_SEGMENT_BYTES again (after a
+/// setenv(); the value must be equal on all ranks).
+inline void reread_environment() { segment_env_cache().store(-2, std::memory_order_relaxed); }
 
 /// An inclusive range of process counts.
 struct PRange {
@@ -453,6 +471,7 @@ class BasicContext {
         if ((rc = run_round(rp)) != MPI_SUCCESS) return rc;
       return MPI_SUCCESS;
     }
+    pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
     key_ = k;
     plans_ = &cache;
     plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
@@ -832,7 +851,6 @@ class BasicContext {
   }
   /// The call's arguments are known: binds the transport, then runs the testing hook.
   void announce() {
-    pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
     transport_.bind(comm_, datatype_, op_);
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
