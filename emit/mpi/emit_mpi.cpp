@@ -220,8 +220,8 @@ class Emitter {
     return o.str();
   }
   /// The persistent form (MPI-4 style, like MPI_Allreduce_init): `<fname>_init` binds the
-  /// arguments to a plan object whose start() runs the collective on them; the plan keeps
-  /// its own PlanCache, so the second and later starts replay the rounds built by the first.
+  /// arguments to a plan object and builds its rounds in a dry run (every check of a call,
+  /// no data moved, nothing communicated); each start() then replays them on the buffers.
   void persistent(const std::string& fname) {
     std::ostream& o = *out_;
     const Signature sig = signature(sd_.collective);
@@ -235,11 +235,15 @@ class Emitter {
     o << "      cx.use_plans(plans);\n";
     o << "      return cx.result(bine_run_" << fname << "(cx, " << sig.names << "));\n";
     o << "    }\n  };\n";
-    o << "  bine::mpi::Context cx(" << c_string(fname + "_init") << ");\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname) << ");  // the plain call's error texts\n";
     o << "  if (!plan) return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n";
     o << "  Bound* b = new (std::nothrow) Bound;\n";
     o << "  if (!b) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the plan\"));\n";
     for (const std::string& n : names) o << "  b->" << n << " = " << n << ";\n";
+    o << "  // A dry run: every check of a call, and the rounds planned, without moving data.\n";
+    o << "  cx.dry_run();\n  cx.use_plans(b->plans);\n";
+    o << "  const int rc = bine_run_" << fname << "(cx, " << sig.names << ");\n";
+    o << "  if (rc != MPI_SUCCESS) {\n    delete b;\n    return cx.result(rc);\n  }\n";
     o << "  *plan = b;\n  return cx.result(MPI_SUCCESS);\n}\n";
   }
   static std::vector<std::string> split(const std::string& list) {
@@ -660,10 +664,11 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   o << "/// A persistent collective (MPI-4 style, like MPI_Allreduce_init / MPI_Start): made by a\n"
     << "/// function's _init form, which binds its arguments (buffers, counts, datatype, op, root,\n"
     << "/// communicator: they must stay valid until the plan is freed); " << prefix << "plan_start() runs the\n"
-    << "/// collective on them (blocking: MPI_Start plus MPI_Wait), as often as wanted, the first\n"
-    << "/// start building the rounds (partners, block ranges, folds) that later starts replay.\n"
+    << "/// collective on them (blocking: MPI_Start plus MPI_Wait), as often as wanted, replaying the\n"
+    << "/// rounds (partners, block ranges, folds, allocation sizes) _init planned once.\n"
     << "typedef struct " << plan_t << "_s* " << plan_t << ";\n"
-    << "/// Runs the plan's collective once; returns what the plain function would return.\n"
+    << "/// Runs the plan's collective once on the bound buffers (their contents at the start);\n"
+    << "/// returns what the plain function would return.\n"
     << "/// MPI_ERR_REQUEST for a NULL plan. Starts of one plan must not overlap.\n"
     << "int " << prefix << "plan_start(" << plan_t << " plan);\n"
     << "/// Frees the plan and sets *plan to NULL (a NULL *plan is allowed); MPI_ERR_ARG for NULL.\n"
@@ -672,8 +677,9 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   for (size_t i = 0; i < schedules.size(); ++i) {
     o << emitted_prototype(*schedules[i], prefix) << ";\n";
     o << "/// The persistent form: binds the arguments of " << fname(*schedules[i]) << " to *plan (" << prefix
-      << "plan_start,\n/// " << prefix << "plan_free). MPI_ERR_ARG when plan is NULL, MPI_ERR_NO_MEM; other errors come from\n"
-      << "/// the starts.\n";
+      << "plan_start,\n/// " << prefix << "plan_free) and plans its rounds, without communicating or touching the\n"
+      << "/// buffers. Returns every error the plain call would return before communicating (root,\n"
+      << "/// datatype, operator, `requires`), then *plan is untouched; MPI_ERR_ARG for a NULL plan.\n";
     o << "int " << fname(*schedules[i]) << "_init(" << signature(schedules[i]->collective).params << ", " << plan_t
       << "* plan);\n";
     o << "/// 1 when the schedule applies to p processes, 0 when its `requires` excludes p, -1 when p\n"
@@ -705,7 +711,7 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   o << "\n";
   o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n#include <new>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
   o << "struct " << plan_t << "_s {\n  virtual ~" << plan_t << "_s() = default;\n  virtual int start() = 0;\n"
-    << "  bine::mpi::PlanCache plans;  ///< this plan's rounds, built by its first start\n};\n";
+    << "  bine::mpi::PlanCache plans;  ///< this plan's rounds, built by _init's dry run\n};\n";
   o << "extern \"C\" int " << prefix << "plan_start(" << plan_t << " plan) {\n"
     << "  if (!plan) {\n    bine::mpi::Context cx(\"" << prefix << "plan_start\");\n"
     << "    return cx.result(cx.fail(MPI_ERR_REQUEST, \"the plan is NULL\"));\n  }\n  return plan->start();\n}\n";

@@ -304,7 +304,7 @@ class BasicContext {
     kind_ = Collective::allreduce;
     op_ = op;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
-    if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf)
+    if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf && !dry_)
       std::memcpy(recvbuf, sendbuf, count * elem_bytes_);
     announce();
     return MPI_SUCCESS;
@@ -322,7 +322,7 @@ class BasicContext {
     if (rank_ != root || recvbuf == nullptr) {
       if (!(buf_ = own(count * elem_bytes_))) return no_memory(count * elem_bytes_);
     }
-    if (count > 0 && src != buf_) std::memcpy(buf_, src, count * elem_bytes_);
+    if (count > 0 && src != buf_ && !dry_) std::memcpy(buf_, src, count * elem_bytes_);
     announce();
     return MPI_SUCCESS;
   }
@@ -372,7 +372,7 @@ class BasicContext {
     const bool at_root = rc_rank_ == root;
     rc = begin_blocks(nullptr, at_root ? sendcount : recvcount, at_root ? sendtype : recvtype, comm, root);
     if (rc != MPI_SUCCESS) return rc;
-    if (at_root && count_ > 0) std::memcpy(buf_, sendbuf, count_ * elem_bytes_);
+    if (at_root && count_ > 0 && !dry_) std::memcpy(buf_, sendbuf, count_ * elem_bytes_);
     if (!(at_root && recvbuf == MPI_IN_PLACE)) {
       if ((rc = check_block_type(recvcount, recvtype)) != MPI_SUCCESS) return rc;
       out_ = recvbuf;
@@ -393,7 +393,7 @@ class BasicContext {
       if ((rc = check_block_type(sendcount, sendtype)) != MPI_SUCCESS) return rc;
       src = sendbuf;
     }
-    if (count_ > 0) std::memcpy(buf_, src, count_);
+    if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_);
     out_all_ = recvbuf;
     announce();
     return MPI_SUCCESS;
@@ -413,7 +413,7 @@ class BasicContext {
     count_ = recvcount * uint64_t(size_);
     if (!(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (count_ > 0) std::memcpy(buf_, src, count_ * elem_bytes_);
+    if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
     out_ = recvbuf;
     announce();
     return MPI_SUCCESS;
@@ -465,6 +465,7 @@ class BasicContext {
     const PlanKey k{int(kind_), size_, rank_, root_, count_, elem_bytes_, block_elems_, commutative(), segment_env()};
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
+      if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
       int rc = MPI_SUCCESS;
       if (pl->scratch > 0 && (rc = set_scratch(pl->scratch)) != MPI_SUCCESS) return rc;
       for (const RoundPlan& rp : pl->rounds)
@@ -477,6 +478,11 @@ class BasicContext {
     plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
     return MPI_SUCCESS;
   }
+  /// Makes this call a dry run, before begin_*: every check of a real call (arguments,
+  /// `requires`, the operator, domain errors) and the plan built and stored, but nothing
+  /// read from or written to the user's buffers and nothing communicated. A persistent
+  /// collective's _init builds its plan this way, so its starts only replay.
+  void dry_run() { dry_ = true; }
   /// Makes plan() look up and store plans in `cache` instead of the generated function's
   /// (a persistent collective's own, <prefix>plan). Call before the generated body runs.
   void use_plans(PlanCache& cache) { own_plans_ = &cache; }
@@ -487,6 +493,7 @@ class BasicContext {
   /// recvbuf (alltoall), this rank's block out (scatter, reduce_scatter); the first
   /// pending domain error.
   int copy_out() {
+    if (dry_) return fail_domain();
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
     if (out_ && block_elems_ > 0)
@@ -576,11 +583,11 @@ class BasicContext {
     if (!ext_)
       return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
                   (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
-    if (bytes > 0) std::memcpy(ext_, buf_, bytes);
+    if (bytes > 0 && !dry_) std::memcpy(ext_, buf_, bytes);
     vec_out_ = buf_;
     buf_ = ext_;
     scratch_buffers_ = K;
-    if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_ * (uint64_t(K) + 1));
+    if (working_buffer_hook() && !dry_) working_buffer_hook()(buf_, elem_bytes_, count_ * (uint64_t(K) + 1));
     return MPI_SUCCESS;
   }
   /// buf(j, S): blocks S of buffer j (0: the vector, 1..K: the scratch buffers), i.e. the
@@ -826,7 +833,7 @@ class BasicContext {
   int copy_in_own_block(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype) {
     const int rc = check_block_type(sendcount, sendtype);
     if (rc != MPI_SUCCESS) return rc;
-    if (block_elems_ > 0)
+    if (block_elems_ > 0 && !dry_)
       std::memcpy(static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_, sendbuf, block_elems_);
     return MPI_SUCCESS;
   }
@@ -852,7 +859,7 @@ class BasicContext {
   /// The call's arguments are known: binds the transport, then runs the testing hook.
   void announce() {
     transport_.bind(comm_, datatype_, op_);
-    if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
+    if (working_buffer_hook() && !dry_) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
   /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
   /// the verifier proved that the schedule applies to it and reduces in rank order.
@@ -1060,7 +1067,7 @@ class BasicContext {
     RoundPlan local;
     RoundPlan& rp = plan_rec_ ? plan_rec_->rounds.emplace_back() : local;
     int rc = compile_round(posts, rp);
-    if (rc == MPI_SUCCESS) rc = run_round(rp);
+    if (rc == MPI_SUCCESS && !dry_) rc = run_round(rp);
     if (rc == MPI_SUCCESS) rc = fail_domain();
     if (rc != MPI_SUCCESS) plan_rec_.reset();  // a failed call leaves no plan
     return rc;
@@ -1096,6 +1103,7 @@ class BasicContext {
   std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
   PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
   PlanCache* own_plans_ = nullptr;   ///< use_plans(): a persistent collective's cache
+  bool dry_ = false;                 ///< dry_run(): build the plan, move no data
   PlanKey key_{};                    ///< the call's shape (plan())
   bool replayed_ = false;            ///< plan() replayed a persistent plan
   /// The round pipeline (bine/rounds.hpp): folds, body-to-real mapping, mirror; the
