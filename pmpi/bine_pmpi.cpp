@@ -1,0 +1,604 @@
+// libbine_pmpi.so: a PMPI drop-in library (issue 17, first deliverable; docs/pmpi.md).
+//
+// LD_PRELOAD it into an unmodified MPI program: it defines the C bindings MPI_Allreduce,
+// MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Reduce_scatter_block
+// and MPI_Alltoall, picks a generated schedule of build/generated/bine_lib.h per call from a
+// selection table (JSON, BINE_PMPI_TABLE, or the default compiled in below) or a forced name
+// (BINE_PMPI_<COLLECTIVE>), and calls the PMPI_ function (the fallback) for every call the
+// generated schedules cannot serve. Every fallback is decided before any communication, from
+// arguments that agree on all ranks, so all ranks of a call take the same path.
+// MPI_Init / MPI_Init_thread load the configuration; MPI_Finalize prints the report
+// (BINE_PMPI_REPORT=1) from rank 0 and then calls PMPI_Finalize.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#define BINE_IMPLEMENTATION
+#include "bine_lib.h"
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Registry: the header's schedules per collective (BCC_<COLLECTIVE>_SCHEDULES).
+
+enum Coll { kAllreduce, kBcast, kReduce, kAllgather, kGather, kScatter, kReduceScatter, kAlltoall, kNumColl };
+
+/// Table key and report name of each collective (the MPI function without MPI_, lower case).
+const char* const kCollName[kNumColl] = {"allreduce", "bcast",   "reduce",               "allgather",
+                                         "gather",    "scatter", "reduce_scatter_block", "alltoall"};
+/// Environment variable forcing a schedule per collective.
+const char* const kCollEnv[kNumColl] = {"BINE_PMPI_ALLREDUCE", "BINE_PMPI_BCAST",   "BINE_PMPI_REDUCE",
+                                        "BINE_PMPI_ALLGATHER", "BINE_PMPI_GATHER",  "BINE_PMPI_SCATTER",
+                                        "BINE_PMPI_REDUCE_SCATTER_BLOCK", "BINE_PMPI_ALLTOALL"};
+
+/// One generated schedule: its C name, applicability test and whether the verifier proved it
+/// order-preserving (needed for a non-commutative operator).
+struct Info {
+  const char* name;
+  int (*applicable)(int);
+  bool order_preserving;
+};
+
+using ReduceAllFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
+using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
+using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
+using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
+using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+
+#define BINE_PMPI_INFO(f, op, sb) {#f, f##_applicable, (op) != 0},
+#define BINE_PMPI_FN(f, op, sb) f,
+const Info kInfoAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const ReduceAllFn kFnAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
+const BcastFn kFnBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_FN) nullptr};
+const ReduceFn kFnReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
+const BlocksFn kFnAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_PMPI_FN) nullptr};
+const RootedBlocksFn kFnGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_FN) nullptr};
+const RootedBlocksFn kFnScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_FN) nullptr};
+const ReduceAllFn kFnReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_FN) nullptr};
+const BlocksFn kFnAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_FN) nullptr};
+#undef BINE_PMPI_INFO
+#undef BINE_PMPI_FN
+
+const Info* const kInfo[kNumColl] = {kInfoAllreduce, kInfoBcast,   kInfoReduce,        kInfoAllgather,
+                                     kInfoGather,    kInfoScatter, kInfoReduceScatter, kInfoAlltoall};
+
+int num_schedules(Coll c) {
+  int n = 0;
+  while (kInfo[c][n].name) ++n;
+  return n;
+}
+
+/// Index of a schedule of collective c by name, with or without the `bcc_` prefix; -1 if none.
+int find_schedule(Coll c, const std::string& name) {
+  for (int i = 0; kInfo[c][i].name; ++i) {
+    const std::string full = kInfo[c][i].name;
+    if (name == full || "bcc_" + name == full) return i;
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------
+// Configuration: selection table, forced schedules, report switch.
+
+/// The selection table compiled in (docs/pmpi.md): latency-optimal Bine schedules for small
+/// messages and bandwidth-optimal ones for large, each followed by a schedule for any p.
+const char* const kDefaultTable = R"JSON({
+  "allreduce": [
+    {"bytes_max": 4096, "schedule": "bine_allreduce_lat"},
+    {"bytes_max": 4096, "schedule": "rt_allreduce_lat"},
+    {"schedule": "bine_allreduce_bdw"},
+    {"schedule": "rt_allreduce"}
+  ],
+  "bcast": [
+    {"bytes_max": 16384, "schedule": "bine_bcast_lat"},
+    {"bytes_max": 16384, "schedule": "binomial_bcast_doubling"},
+    {"schedule": "bine_bcast_bdw"},
+    {"schedule": "van_de_geijn_bcast"}
+  ],
+  "reduce": [
+    {"bytes_max": 16384, "schedule": "bine_reduce_lat"},
+    {"bytes_max": 16384, "schedule": "binomial_reduce"},
+    {"schedule": "bine_reduce_bdw"},
+    {"schedule": "rabenseifner_reduce"}
+  ],
+  "allgather": [
+    {"schedule": "bine_allgather"},
+    {"schedule": "bruck_allgather"},
+    {"schedule": "ring_allgather"}
+  ],
+  "gather": [
+    {"schedule": "bine_gather"},
+    {"schedule": "binomial_gather"}
+  ],
+  "scatter": [
+    {"schedule": "bine_scatter"},
+    {"schedule": "binomial_scatter"}
+  ],
+  "reduce_scatter_block": [
+    {"schedule": "bine_reduce_scatter"},
+    {"schedule": "pairwise_reduce_scatter"}
+  ],
+  "alltoall": [
+    {"schedule": "bine_alltoall"},
+    {"schedule": "bruck_alltoall"},
+    {"schedule": "pairwise_alltoall"}
+  ]
+})JSON";
+
+/// One rule of the selection table; schedule -1 means "mpi" (the PMPI_ function).
+struct Rule {
+  int64_t p_min = 1, p_max = std::numeric_limits<int64_t>::max();
+  uint64_t bytes_min = 0, bytes_max = std::numeric_limits<uint64_t>::max();
+  int schedule = -1;
+};
+
+/// Why a call went to the PMPI_ function (the report's columns).
+enum Reason {
+  kInvalidArgs,     // MPI reports the error (null communicator, bad root, count < 0, ...)
+  kIntercomm,       // intercommunicator
+  kNoncontig,       // datatype not contiguous
+  kEmpty,           // zero bytes
+  kForcedNotApplicable,  // forced schedule does not apply at this p or to this operator
+  kNoRule,          // no table rule whose schedule applies
+  kRuleMpi,         // the matching rule names "mpi"
+  kDupFailed,       // the private communicator could not be created
+  kNumReasons
+};
+const char* const kReasonText[kNumReasons] = {
+    "invalid arguments (left to MPI)", "intercommunicator", "datatype not contiguous", "zero bytes",
+    "forced schedule not applicable (p or operator)", "no table rule applies", "table rule says mpi",
+    "communicator dup failed"};
+
+/// Per-collective counters for the report (this rank's view; every rank decides alike).
+struct Stats {
+  uint64_t calls = 0, bytes = 0, bine_calls = 0, bine_bytes = 0;
+  std::vector<uint64_t> per_schedule;
+  uint64_t reasons[kNumReasons] = {};
+};
+
+struct Config {
+  bool loaded = false;
+  bool report = false;
+  bool finalizing = false;
+  std::string table_source = "default (compiled in)";
+  std::vector<Rule> rules[kNumColl];
+  int forced[kNumColl];
+  Stats stats[kNumColl];
+  int keyval = MPI_KEYVAL_INVALID;
+};
+
+Config g;
+
+/// A configuration error: message on stderr from rank 0 of MPI_COMM_WORLD, then MPI_Abort.
+[[noreturn]] void config_error(const std::string& msg) {
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::fprintf(stderr, "bine_pmpi: error: %s\n", msg.c_str());
+    std::fflush(stderr);
+  } else {
+    sleep(2);  // let rank 0 print before the job is torn down
+  }
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+uint64_t json_uint(const nlohmann::json& rule, const char* key, uint64_t dflt, const std::string& where) {
+  if (!rule.contains(key)) return dflt;
+  const auto& v = rule.at(key);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    config_error(where + ": \"" + key + "\" must be a non-negative integer");
+  return v.get<uint64_t>();
+}
+
+/// Parses a selection table (docs/pmpi.md) into g.rules; any error aborts with its text.
+void parse_table(const std::string& text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    config_error("selection table " + source + " is not valid JSON: " + e.what());
+  }
+  if (!doc.is_object()) config_error("selection table " + source + ": the top level must be an object");
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    int c = -1;
+    for (int i = 0; i < kNumColl; ++i)
+      if (it.key() == kCollName[i]) c = i;
+    if (c < 0) {
+      std::string known;
+      for (int i = 0; i < kNumColl; ++i) known += std::string(i ? ", " : "") + kCollName[i];
+      config_error("selection table " + source + ": unknown collective \"" + it.key() + "\" (known: " + known + ")");
+    }
+    if (!it.value().is_array())
+      config_error("selection table " + source + ": \"" + it.key() + "\" must be a list of rules");
+    std::vector<Rule> rules;
+    int n = 0;
+    for (const auto& r : it.value()) {
+      const std::string where = "selection table " + source + ": " + it.key() + " rule " + std::to_string(n++);
+      if (!r.is_object()) config_error(where + ": a rule must be an object");
+      for (auto f = r.begin(); f != r.end(); ++f)
+        if (f.key() != "p_min" && f.key() != "p_max" && f.key() != "bytes_min" && f.key() != "bytes_max" &&
+            f.key() != "schedule")
+          config_error(where + ": unknown field \"" + f.key() + "\"");
+      Rule rule;
+      rule.p_min = int64_t(json_uint(r, "p_min", 1, where));
+      rule.p_max = int64_t(json_uint(r, "p_max", uint64_t(std::numeric_limits<int64_t>::max()), where));
+      rule.bytes_min = json_uint(r, "bytes_min", 0, where);
+      rule.bytes_max = json_uint(r, "bytes_max", std::numeric_limits<uint64_t>::max(), where);
+      if (!r.contains("schedule") || !r.at("schedule").is_string())
+        config_error(where + ": \"schedule\" (a string) is required");
+      const std::string name = r.at("schedule").get<std::string>();
+      if (name != "mpi") {
+        rule.schedule = find_schedule(Coll(c), name);
+        if (rule.schedule < 0)
+          config_error(where + ": schedule \"" + name + "\" is not a " + kCollName[c] + " schedule of this library");
+      }
+      rules.push_back(rule);
+    }
+    g.rules[c] = rules;
+  }
+}
+
+/// Loads the configuration once: BINE_PMPI_TABLE (or the default), BINE_PMPI_<COLLECTIVE>,
+/// BINE_PMPI_REPORT. Called from MPI_Init/MPI_Init_thread and at the first intercepted call.
+void load_config() {
+  if (g.loaded) return;
+  g.loaded = true;
+  for (int c = 0; c < kNumColl; ++c) {
+    g.forced[c] = -1;
+    g.stats[c].per_schedule.assign(size_t(num_schedules(Coll(c))), 0);
+  }
+  const char* rep = std::getenv("BINE_PMPI_REPORT");
+  g.report = rep && *rep && std::strcmp(rep, "0") != 0;
+  const char* path = std::getenv("BINE_PMPI_TABLE");
+  if (path && *path) {
+    std::ifstream in(path);
+    if (!in) config_error(std::string("BINE_PMPI_TABLE: cannot read the selection table ") + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    g.table_source = path;
+    parse_table(ss.str(), path);
+  } else {
+    parse_table(kDefaultTable, "default");
+  }
+  for (int c = 0; c < kNumColl; ++c) {
+    const char* v = std::getenv(kCollEnv[c]);
+    if (!v || !*v) continue;
+    const int i = find_schedule(Coll(c), v);
+    if (i < 0) {
+      std::string known;
+      for (int k = 0; kInfo[c][k].name; ++k) known += std::string(k ? ", " : "") + kInfo[c][k].name;
+      config_error(std::string(kCollEnv[c]) + "=" + v + ": no " + kCollName[c] +
+                   " schedule of that name in this library (known: " + known + ")");
+    }
+    g.forced[c] = i;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decision.
+
+/// A contiguous datatype with a positive size, as the runtime requires (bine::mpi::Context::begin).
+bool contiguous(MPI_Datatype t, int* size) {
+  MPI_Aint lb, extent, tlb, textent;
+  if (PMPI_Type_size(t, size) != MPI_SUCCESS) return false;
+  if (PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS) return false;
+  if (PMPI_Type_get_true_extent(t, &tlb, &textent) != MPI_SUCCESS) return false;
+  return lb == 0 && tlb == 0 && extent == *size && textent == *size && *size > 0;
+}
+
+/// The schedule for one call, or -1 with the reason in *why. `p` ranks, `bytes` the
+/// message size (docs/pmpi.md), `commutative` the operator's (true without an operator).
+int choose(Coll c, int p, uint64_t bytes, bool commutative, Reason* why) {
+  auto fits = [&](int i) { return kInfo[c][i].applicable(p) == 1 && (commutative || kInfo[c][i].order_preserving); };
+  if (g.forced[c] >= 0) {
+    if (fits(g.forced[c])) return g.forced[c];
+    *why = kForcedNotApplicable;
+    return -1;
+  }
+  for (const Rule& r : g.rules[c]) {
+    if (p < r.p_min || p > r.p_max || bytes < r.bytes_min || bytes > r.bytes_max) continue;
+    if (r.schedule < 0) {
+      *why = kRuleMpi;
+      return -1;
+    }
+    if (fits(r.schedule)) return r.schedule;
+  }
+  *why = kNoRule;
+  return -1;
+}
+
+/// The communicator checks shared by all collectives: p, or -1 with the reason.
+int comm_size(MPI_Comm comm, Reason* why) {
+  if (comm == MPI_COMM_NULL) return *why = kInvalidArgs, -1;
+  int inter = 0, p = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return *why = kInvalidArgs, -1;
+  if (inter) return *why = kIntercomm, -1;
+  if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS) return *why = kInvalidArgs, -1;
+  return p;
+}
+
+int delete_dup(MPI_Comm, int, void* attr, void*) {
+  auto* dup = static_cast<MPI_Comm*>(attr);
+  if (!g.finalizing) PMPI_Comm_free(dup);
+  delete dup;
+  return MPI_SUCCESS;
+}
+
+/// The private duplicate of `comm` the generated schedules run on (cached as an attribute,
+/// freed with `comm`), so their point-to-point messages never match the application's.
+/// Collective on first use; every rank gets here at the same call. MPI_COMM_NULL on failure.
+MPI_Comm private_comm(MPI_Comm comm) {
+  if (g.keyval == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g.keyval, nullptr) != MPI_SUCCESS)
+    return MPI_COMM_NULL;
+  void* attr = nullptr;
+  int flag = 0;
+  if (PMPI_Comm_get_attr(comm, g.keyval, &attr, &flag) != MPI_SUCCESS) return MPI_COMM_NULL;
+  if (flag) return *static_cast<MPI_Comm*>(attr);
+  auto* dup = new MPI_Comm(MPI_COMM_NULL);
+  if (PMPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
+    delete dup;
+    return MPI_COMM_NULL;
+  }
+  PMPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
+  PMPI_Comm_set_attr(comm, g.keyval, dup);
+  return *dup;
+}
+
+/// Decides one call. Returns the schedule index and sets *pcomm, or -1 (fallback, counted).
+int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reason why, MPI_Comm* pcomm) {
+  load_config();
+  Stats& s = g.stats[c];
+  s.calls++;
+  s.bytes += bytes;
+  int i = -1;
+  if (p > 0) i = bytes == 0 ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why);
+  if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
+  if (i < 0) {
+    s.reasons[why]++;
+    return -1;
+  }
+  s.bine_calls++;
+  s.bine_bytes += bytes;
+  s.per_schedule[size_t(i)]++;
+  return i;
+}
+
+/// A generated function's error goes to the application's communicator's error handler, as
+/// MPI's would.
+int finish(MPI_Comm comm, int rc) {
+  if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+  return rc;
+}
+
+/// Operator checks: commutativity into *commutative; false when MPI should report the error.
+bool op_ok(MPI_Op op, bool* commutative) {
+  if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP) return false;
+  int cm = 1;
+  if (PMPI_Op_commutative(op, &cm) != MPI_SUCCESS) return false;
+  *commutative = cm != 0;
+  return true;
+}
+
+/// Common checks of the reductions (allreduce, reduce, reduce_scatter_block): p, or -1.
+int reduction_checks(MPI_Comm comm, int count, MPI_Datatype type, MPI_Op op, uint64_t* bytes, bool* commutative,
+                     Reason* why) {
+  const int p = comm_size(comm, why);
+  if (p < 0) return -1;
+  int size = 0;
+  if (count < 0 || !op_ok(op, commutative)) return *why = kInvalidArgs, -1;
+  if (!contiguous(type, &size)) return *why = kNoncontig, -1;
+  *bytes = uint64_t(count) * uint64_t(size);
+  return p;
+}
+
+/// Checks of the rank-indexed collectives: both types contiguous, counts non-negative.
+int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype, uint64_t* bytes,
+                 Reason* why, bool send_side) {
+  const int p = comm_size(comm, why);
+  if (p < 0) return -1;
+  if (scount < 0 || rcount < 0) return *why = kInvalidArgs, -1;
+  int ss = 0, rs = 0;
+  if (!contiguous(stype, &ss) || !contiguous(rtype, &rs)) return *why = kNoncontig, -1;
+  *bytes = send_side ? uint64_t(scount) * uint64_t(ss) : uint64_t(rcount) * uint64_t(rs);
+  if (uint64_t(scount) * uint64_t(ss) != uint64_t(rcount) * uint64_t(rs)) return *why = kInvalidArgs, -1;
+  return p;
+}
+
+void print_report() {
+  int rank = 0, p = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (rank != 0) return;
+  std::fprintf(stderr, "bine_pmpi report (rank 0, MPI_COMM_WORLD p = %d, table: %s)\n", p, g.table_source.c_str());
+  for (int c = 0; c < kNumColl; ++c) {
+    const Stats& s = g.stats[c];
+    std::fprintf(stderr, "  %s: %llu calls, %llu bytes; bine %llu calls, %llu bytes", kCollName[c],
+                 (unsigned long long)s.calls, (unsigned long long)s.bytes, (unsigned long long)s.bine_calls,
+                 (unsigned long long)s.bine_bytes);
+    if (g.forced[c] >= 0) std::fprintf(stderr, " [forced %s]", kInfo[c][g.forced[c]].name);
+    for (size_t i = 0; i < s.per_schedule.size(); ++i)
+      if (s.per_schedule[i]) std::fprintf(stderr, "; %s %llu", kInfo[c][i].name, (unsigned long long)s.per_schedule[i]);
+    uint64_t fb = 0;
+    for (int r = 0; r < kNumReasons; ++r) fb += s.reasons[r];
+    std::fprintf(stderr, "; fallback %llu", (unsigned long long)fb);
+    for (int r = 0; r < kNumReasons; ++r)
+      if (s.reasons[r]) std::fprintf(stderr, " (%s: %llu)", kReasonText[r], (unsigned long long)s.reasons[r]);
+    std::fprintf(stderr, "\n");
+  }
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// The intercepted C bindings (Open MPI 4.1 prototypes).
+
+extern "C" {
+
+/// MPI_Init through PMPI_Init, then the configuration is loaded (errors abort here).
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) load_config();
+  return rc;
+}
+
+/// MPI_Init_thread through PMPI_Init_thread, then the configuration is loaded.
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) load_config();
+  return rc;
+}
+
+/// Prints the report (BINE_PMPI_REPORT=1) from rank 0, then PMPI_Finalize.
+int MPI_Finalize(void) {
+  load_config();
+  if (g.report) print_report();
+  g.finalizing = true;
+  return PMPI_Finalize();
+}
+
+/// MPI_Allreduce through the selected schedule, or PMPI_Allreduce.
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  const int i = decide(kAllreduce, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  return finish(comm, kFnAllreduce[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
+/// MPI_Bcast through the selected schedule, or PMPI_Bcast.
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int p = comm_size(comm, &why), size = 0;
+  if (p > 0 && (count < 0 || root < 0 || root >= p)) p = -1, why = kInvalidArgs;
+  if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
+  if (p > 0) bytes = uint64_t(count) * uint64_t(size);
+  const int i = decide(kBcast, comm, p, bytes, true, why, &pc);
+  if (i < 0) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  return finish(comm, kFnBcast[i](buffer, size_t(count), datatype, root, pc));
+}
+
+/// MPI_Reduce through the selected schedule, or PMPI_Reduce.
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+               MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  if (p > 0 && (root < 0 || root >= p)) p = -1, why = kInvalidArgs;
+  const int i = decide(kReduce, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  return finish(comm, kFnReduce[i](sendbuf, recvbuf, size_t(count), datatype, op, root, pc));
+}
+
+/// MPI_Reduce_scatter_block through the selected schedule, or PMPI_Reduce_scatter_block.
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                             MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = reduction_checks(comm, recvcount, datatype, op, &bytes, &cm, &why);
+  const int i = decide(kReduceScatter, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  return finish(comm, kFnReduceScatter[i](sendbuf, recvbuf, size_t(recvcount), datatype, op, pc));
+}
+
+/// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the
+/// (ignored) send count and type are taken from the receive side.
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
+  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+  const int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
+  const int i = decide(kAllgather, comm, p, bytes, true, why, &pc);
+  if (i < 0) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  return finish(comm, kFnAllgather[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc));
+}
+
+/// MPI_Alltoall through the selected schedule, or PMPI_Alltoall (MPI_IN_PLACE as allgather).
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
+  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+  const int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
+  const int i = decide(kAlltoall, comm, p, bytes, true, why, &pc);
+  if (i < 0) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  return finish(comm, kFnAlltoall[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc));
+}
+
+/// MPI_Gather through the selected schedule, or PMPI_Gather. The arguments MPI ignores (the
+/// receive side off the root, the send side with MPI_IN_PLACE at the root) are replaced by the
+/// significant side, so every rank decides from the same block size.
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int rank = -1;
+  int p = comm_size(comm, &why);
+  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)) p = -1, why = kInvalidArgs;
+  int sc = sendcount, rc = recvcount;
+  MPI_Datatype st = sendtype, rt = recvtype;
+  if (p > 0 && rank == root && sendbuf == MPI_IN_PLACE) sc = recvcount, st = recvtype;
+  if (p > 0 && rank != root) rc = sendcount, rt = sendtype;
+  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, true);
+  const int i = decide(kGather, comm, p, bytes, true, why, &pc);
+  if (i < 0) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  return finish(comm, kFnGather[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc));
+}
+
+/// MPI_Scatter through the selected schedule, or PMPI_Scatter (ignored arguments replaced as
+/// for MPI_Gather: the send side off the root, the receive side with MPI_IN_PLACE at the root).
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int rank = -1;
+  int p = comm_size(comm, &why);
+  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)) p = -1, why = kInvalidArgs;
+  int sc = sendcount, rc = recvcount;
+  MPI_Datatype st = sendtype, rt = recvtype;
+  if (p > 0 && rank == root && recvbuf == MPI_IN_PLACE) rc = sendcount, rt = sendtype;
+  if (p > 0 && rank != root) sc = recvcount, st = recvtype;
+  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, false);
+  const int i = decide(kScatter, comm, p, bytes, true, why, &pc);
+  if (i < 0) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  return finish(comm, kFnScatter[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc));
+}
+
+}  // extern "C"

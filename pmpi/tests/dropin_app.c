@@ -1,0 +1,96 @@
+/* An unmodified MPI program for the PMPI drop-in test (pmpi/tests/run_dropin.sh): a
+ * conjugate-gradient-like loop on a 1-D Laplacian (integer-valued doubles, so every sum is
+ * exact and the output does not depend on the reduction order), with MPI_Allreduce and
+ * MPI_Bcast every iteration, plus one call of each other collective the library intercepts
+ * and a few calls it must leave to MPI (non-contiguous datatype, MPI_IN_PLACE forms).
+ * Rank 0 prints "checksum NAME VALUE" lines; it knows nothing of bine. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static long long sum_ll(const long long* v, int n) {
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s = s * 31 + v[i];
+  return s;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, p;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+
+  /* CG-like loop: local slice of n elements, dot products by allreduce (8 B and 4 KiB and
+   * 64 KiB vectors of doubles), a parameter broadcast from a rotating root. */
+  enum { n = 64, big = 8192 };
+  double x[n], r[n];
+  double* wide = malloc(sizeof(double) * big);
+  double* wide_out = malloc(sizeof(double) * big);
+  for (int i = 0; i < n; ++i) x[i] = (double)((rank * n + i) % 7), r[i] = (double)((rank + i) % 5);
+  double checksum = 0;
+  for (int it = 0; it < 20; ++it) {
+    double local = 0, global = 0;
+    for (int i = 0; i < n; ++i) local += x[i] * r[i];
+    MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    long long params[4] = {it, (long long)global % 11, 0, 0};
+    MPI_Bcast(params, 4, MPI_LONG_LONG, it % p, MPI_COMM_WORLD);
+    for (int i = 0; i < n; ++i) x[i] = (double)(((long long)x[i] + params[1] + i) % 13);
+    double vec[512];
+    for (int i = 0; i < 512; ++i) vec[i] = (double)((rank + i + it) % 9);
+    MPI_Allreduce(MPI_IN_PLACE, vec, 512, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < 512; ++i) checksum += vec[i] * (i % 3 + 1);
+    checksum += global;
+  }
+  for (int i = 0; i < big; ++i) wide[i] = (double)((rank * 3 + i) % 17);
+  MPI_Allreduce(wide, wide_out, big, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < big; ++i) checksum += wide_out[i];
+  if (rank == 0) printf("checksum cg %.1f\n", checksum);
+
+  /* One call of each other intercepted collective (integers). */
+  enum { k = 3 };
+  int* all = malloc(sizeof(int) * k * p);
+  int* all2 = malloc(sizeof(int) * k * p);
+  int mine[k], red[k];
+  long long cs = 0;
+  for (int i = 0; i < k; ++i) mine[i] = rank * 10 + i;
+  MPI_Reduce(mine, red, k, MPI_INT, MPI_SUM, p - 1, MPI_COMM_WORLD);
+  if (rank == p - 1) MPI_Send(red, k, MPI_INT, 0, 5, MPI_COMM_WORLD);
+  if (rank == 0) { MPI_Recv(red, k, MPI_INT, p - 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); printf("checksum reduce %d %d %d\n", red[0], red[1], red[2]); }
+  MPI_Allgather(mine, k, MPI_INT, all, k, MPI_INT, MPI_COMM_WORLD);
+  for (int i = 0; i < k * p; ++i) cs = cs * 7 + all[i];
+  MPI_Gather(mine, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 5 + all2[i];
+  for (int i = 0; i < k * p; ++i) all[i] = i * 3 + 1;
+  MPI_Scatter(all, k, MPI_INT, mine, k, MPI_INT, 0, MPI_COMM_WORLD);
+  long long sc[k];
+  for (int i = 0; i < k; ++i) sc[i] = mine[i] + rank;
+  long long scall[64 * k];
+  MPI_Gather(sc, k, MPI_LONG_LONG, scall, k, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  if (rank == 0) cs = cs * 3 + sum_ll(scall, k * p);
+  for (int i = 0; i < k * p; ++i) all[i] = rank + i;
+  MPI_Reduce_scatter_block(all, red, k, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Gather(red, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 11 + all2[i];
+  for (int i = 0; i < k * p; ++i) all[i] = rank * 100 + i;
+  MPI_Alltoall(all, k, MPI_INT, all2, k, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, all2, k * p, MPI_INT, MPI_BXOR, MPI_COMM_WORLD);
+  for (int i = 0; i < k * p; ++i) cs = cs * 13 + all2[i];
+  if (rank == 0) printf("checksum blocks %lld\n", cs);
+
+  /* Left to MPI by the library: a non-contiguous datatype (every other int). */
+  MPI_Datatype strided;
+  MPI_Type_vector(4, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  int sv[8];
+  for (int i = 0; i < 8; ++i) sv[i] = rank == 1 % p ? 100 + i : -1;
+  MPI_Bcast(sv, 1, strided, 1 % p, MPI_COMM_WORLD);
+  MPI_Type_free(&strided);
+  long long svs = 0;
+  for (int i = 0; i < 8; ++i) svs = svs * 17 + sv[i];
+  MPI_Allreduce(MPI_IN_PLACE, &svs, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("checksum strided %lld\n", svs);
+
+  free(all); free(all2); free(wide); free(wide_out);
+  MPI_Finalize();
+  return 0;
+}
