@@ -76,7 +76,7 @@ class RankRun {
  public:
   RankRun(const Program& prog, const ScheduleDecl& sd, const FoldLayout& fl, SiteTable& sites, int64_t real_rank,
           bool commutative, DiagnosticSink& diags)
-      : prog_(prog), sd_(&sd), top_(&sd), fl_(fl), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags),
+      : prog_(prog), sd_(&sd), top_(&sd), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags),
         collective_(sd.collective) {
     pipe_.setup(fl, real_rank);
     p_ = pipe_.p();
@@ -115,9 +115,9 @@ class RankRun {
         return false;
       }
     blocks = sd_->blocks ? eval_int(*sd_->blocks, sd_->blocks->span) : p_;
-    if (fl_.ring && blocks > kMaxBlocks / (2 * fl_.ring))
+    if (lay().ring && blocks > kMaxBlocks / (2 * lay().ring))
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
-           "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(fl_.ring) +
+           "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(lay().ring) +
                "' parts and buffers exceeds " + std::to_string(kMaxBlocks) + " blocks");
     if (blocks < 1 || blocks > kMaxBlocks)
       fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
@@ -191,13 +191,13 @@ class RankRun {
     switch (e.why) {
       case FoldRoundError::Why::not_transfer: why = "has a local statement or permute in it"; break;
       case FoldRoundError::Why::wrong_peer:
-        why = "communicates with " + describe(fl_, e.op->peer) + ", not with " + describe(fl_, e.partner);
+        why = "communicates with " + describe(lay(), e.op->peer) + ", not with " + describe(lay(), e.partner);
         break;
       case FoldRoundError::Why::copies: why = "receives without reducing"; break;
     }
     const Stmt* site = sites_.at(e.op->site);
     diags_.error(site ? site->span : top_->fold_span,
-                 instance_label(fl_.p, fl_.root, collective_) + ": " + describe(fl_, rank_) +
+                 instance_label(lay().p, lay().root, collective_) + ": " + describe(lay(), rank_) +
                      ": 'fold 3-2' fuses the 3-2 and 2-1 elimination steps with the body's first round, which must be a "
                      "reducing exchange between r = 2w and 2w + 1 (RT Sec. 3.1); here r = " +
                      std::to_string(e.w) + " " + why);
@@ -205,7 +205,7 @@ class RankRun {
 
  private:
   [[noreturn]] void fail(const Span& at, const std::string& msg) {
-    diags_.error(at, instance_label(fl_.p, fl_.root, collective_) + ": " + describe(fl_, rank_) + ": " + msg);
+    diags_.error(at, instance_label(lay().p, lay().root, collective_) + ": " + describe(lay(), rank_) + ": " + msg);
     throw Failure{};
   }
   /// A pipeline call's result: a Failure when it stopped (its diagnostic is reported).
@@ -339,7 +339,7 @@ class RankRun {
       }
       case StmtKind::permute: {
         // Block j moves to block f(j); f must be a bijection on [0, B).
-        if (fl_.on() && fl_.blocked)
+        if (lay().on() && lay().blocked)
           fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
         std::vector<int64_t> to(size_t(blocks), 0);
         std::vector<char> hit(size_t(blocks), 0);
@@ -615,7 +615,9 @@ class RankRun {
   }
   /// Blocks per buffer in the instance: B, or R * B under `fold ring R` (the body's blocks are
   /// one R-th of each buffer; real_blocks() then shifts them to the rank's part).
-  int64_t buffer_stride() const { return fl_.ring ? fl_.ring * blocks : blocks; }
+  /// The instance's fold layout (the pipeline's).
+  const FoldLayout& lay() const { return pipe_.layout(); }
+  int64_t buffer_stride() const { return lay().ring ? lay().ring * blocks : blocks; }
   /// BlockSet::stride's set (blocks first + j*step mod B, j < count), built in
   /// O(count log count) rather than by count unions, with wrapping arithmetic.
   BlockSet stride(int64_t first, int64_t step, int64_t count, const Span& at) {
@@ -634,7 +636,6 @@ class RankRun {
   const Program& prog_;
   const ScheduleDecl* sd_;
   const ScheduleDecl* top_;  ///< the top-level schedule (its fold)
-  FoldLayout fl_;
   SiteTable& sites_;
   int64_t rank_;
   bool commutative_;

@@ -207,7 +207,6 @@ class RoundPipeline {
   /// Blocks per working buffer in real terms: p for rank-indexed blocks, R * B under
   /// `fold ring R` (the body owns one of R parts), else B.
   int64_t stride() const { return blocks_; }
-  int64_t body_blocks() const { return body_blocks_; }
 
   /// Body block set -> real block set: under `fold ring` the rank's part of each buffer;
   /// with rank-indexed blocks under a two-one fold, virtual block w stands for the blocks of
