@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "instantiate.h"
+#include "rotation.h"
 
 namespace bine {
 
@@ -50,9 +51,15 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
                            DiagnosticSink& diags) {
   CheckReport rep;
   const std::vector<bool> comm_values = commutative_values(s);
+  const bool rooted = collective_is_rooted(s.collective);
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
     bool order_here = true, any_applicable = false, noncomm_applicable = false;
     std::string unmet_here;  ///< the first false clause at this p
+    // The verified root-0 instance per value of `commutative` (rooted collectives), that
+    // later roots are compared with (rotation.h).
+    Schedule base[2];
+    bool have_base[2] = {false, false};
+    if (rooted && p > opt.all_roots_up_to) rep.sampled_p.push_back(p);
     for (int64_t root : roots_for(s, p, opt))
       for (bool commutative : comm_values) {
         Schedule sch;
@@ -66,6 +73,18 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
           continue;
         }
         if (st == InstStatus::ok) {
+          // Root R whose instance is the root-0 instance rotated by R: the root-0 proof
+          // covers it, except the reduction order (left operand = lower real rank), so
+          // non-commutative reducing instances are always verified.
+          const bool order_matters = collective_reduces(s.collective) && !commutative;
+          if (opt.rotation && root != 0 && have_base[commutative] && !order_matters &&
+              rotation_mismatch(base[commutative], sch).empty()) {
+            ++rep.rotated;
+            ++rep.instances;
+            any_applicable = true;
+            if (!collective_reduces(s.collective)) noncomm_applicable = true;
+            continue;
+          }
           const VerifyResult v = verify(sch, diags, opt.verify);
           if (v.ok) {
             ++rep.instances;
@@ -76,6 +95,12 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
               order_here &= v.order_preserving;
             }
             rep.same_bracketing &= v.same_bracketing;
+            if (rooted && root == 0) {
+              base[commutative] = std::move(sch);
+              have_base[commutative] = true;
+            } else if (rooted && have_base[commutative] && !order_matters) {
+              ++rep.rotation_failed;  // verified instead
+            }
             continue;
           }
           rep.has_failed_instance = true;
@@ -106,8 +131,12 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
   }
   l += "verified p=" + std::to_string(opt.p_lo) + ".." + std::to_string(opt.p_hi) + ", " + std::to_string(r.instances) +
        " instance" + (r.instances == 1 ? "" : "s");
+  if (r.rotated > 0) l += " (" + std::to_string(r.rotated) + " by rotation of root 0)";
   if (!r.not_applicable.empty())
     l += " (requires '" + r.unmet + "' excludes " + std::to_string(r.not_applicable.size()) + " p)";
+  if (!r.sampled_p.empty())
+    l += "; roots 0, 1, p/2, p-1 only for p=" + std::to_string(r.sampled_p.front()) + ".." + std::to_string(r.sampled_p.back()) +
+         " (--all-roots-up-to " + std::to_string(opt.all_roots_up_to) + ")";
   if (collective_reduces(s.collective))
     l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
          "; same bracketing on all ranks: " + (r.same_bracketing ? "yes" : "no");
@@ -122,6 +151,9 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
   j["p_lo"] = opt.p_lo;
   j["p_hi"] = opt.p_hi;
   j["instances"] = r.instances;
+  j["rotated_roots"] = r.rotated;
+  j["rotation_failed"] = r.rotation_failed;
+  if (!r.sampled_p.empty()) j["sampled_roots_p"] = {r.sampled_p.front(), r.sampled_p.back()};
   nlohmann::json ex = nlohmann::json::array();
   for (size_t i = 0; i < r.not_applicable.size(); ++i)
     ex.push_back({{"p", r.not_applicable[i]}, {"requires", i < r.unmet_by_p.size() ? r.unmet_by_p[i] : r.unmet}});

@@ -14,12 +14,21 @@ struct CheckOptions {
   int64_t p_lo = 1, p_hi = 64;
   /// Every root up to this p; above it the roots 0, 1, p/2 and p-1.
   int64_t all_roots_up_to = 64;
+  /// A root R > 0 whose instance is the verified root-0 instance relabelled by
+  /// r -> (r + R) mod p (rotation.h) is proved by that comparison instead of verify();
+  /// every other instance is verified. Not for non-commutative reducing instances.
+  bool rotation = true;
   VerifyOptions verify;
 };
 
 struct CheckReport {
   bool ok = true;
-  int64_t instances = 0;               ///< (p, root) pairs verified
+  int64_t instances = 0;               ///< (p, root, commutative) instances proved
+  int64_t rotated = 0;                 ///< of them, proved by rotation of root 0 (not verify())
+  int64_t rotation_failed = 0;         ///< roots whose instance is no rotation (verified instead)
+  /// Rooted collectives: the p above all_roots_up_to, where only roots 0, 1, p/2 and p-1
+  /// were checked.
+  std::vector<int64_t> sampled_p;
   std::vector<int64_t> not_applicable; ///< p where `requires` is false
   /// Parallel to `not_applicable`: the false `requires` clause at that p, as written in the
   /// source (or the fold's condition, e.g. "p % 3 == 0 (fold ring 3)").

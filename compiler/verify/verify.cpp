@@ -15,18 +15,95 @@ struct Term {
   int32_t left = kNone, right = kNone;
   int32_t block = 0;      ///< block index of all leaves, or -2 when mixed
   int32_t lo = 0, hi = 0; ///< min / max leaf rank
-  int64_t count = 1;      ///< number of leaves (with multiplicity)
-  uint64_t mask = 0;      ///< leaf ranks as bits (p <= 64)
-  uint64_t hash = 0;      ///< sum of leaf fingerprints mod 2^64
+  int32_t count = 1;      ///< number of leaves (each rank at most once: RankSets::unite)
+  int32_t set = kNone;    ///< the exact set of leaf ranks (a RankSets id)
   bool ordered = true;    ///< leaves in increasing rank order, no gaps
 };
 
-uint64_t fingerprint(int64_t rank) {
-  uint64_t z = uint64_t(rank) + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+/// Exact sets of ranks, interned: a set is a canonical list of disjoint, sorted,
+/// non-adjacent half-open intervals [lo, hi), and equal sets have equal ids. The sets
+/// schedules build (a rank's subtree, a butterfly group, a stride class) have few
+/// intervals or recur across ranks, and unions are memoized per pair of ids, so one
+/// instance costs about the sum of the distinct sets' sizes. Replaces the 64-bit masks
+/// (p <= 64) and fingerprints (p > 64) of earlier versions: the same exact check at every p.
+class RankSets {
+ public:
+  using Intervals = std::vector<std::pair<int32_t, int32_t>>;
+  /// {r}.
+  int32_t singleton(int64_t r) { return intern(Intervals{{int32_t(r), int32_t(r + 1)}}); }
+  /// a u b when a and b are disjoint, else kNone (a contribution counted twice).
+  int32_t unite(int32_t a, int32_t b) {
+    if (a > b) std::swap(a, b);
+    const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+    auto it = unions_.find(key);
+    if (it != unions_.end()) return it->second;
+    const Intervals& x = *sets_[size_t(a)];
+    const Intervals& y = *sets_[size_t(b)];
+    Intervals m;
+    m.reserve(x.size() + y.size());
+    size_t i = 0, j = 0;
+    int32_t res = kNone;
+    bool overlap = false;
+    while (i < x.size() || j < y.size()) {
+      const auto& next = (j == y.size() || (i < x.size() && x[i].first < y[j].first)) ? x[i++] : y[j++];
+      if (!m.empty() && next.first < m.back().second) {
+        overlap = true;
+        break;
+      }
+      if (!m.empty() && next.first == m.back().second) m.back().second = next.second;
+      else m.push_back(next);
+    }
+    if (!overlap) res = intern(std::move(m));
+    unions_.emplace(key, res);
+    return res;
+  }
+  /// The ranks in both a and b, in increasing order.
+  std::vector<int64_t> intersection(int32_t a, int32_t b) const {
+    std::vector<int64_t> v;
+    const Intervals& x = *sets_[size_t(a)];
+    const Intervals& y = *sets_[size_t(b)];
+    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+      const int32_t lo = std::max(x[i].first, y[j].first), hi = std::min(x[i].second, y[j].second);
+      for (int32_t r = lo; r < hi; ++r) v.push_back(r);
+      if (x[i].second < y[j].second) ++i;
+      else ++j;
+    }
+    return v;
+  }
+  /// The ranks of [0, p) not in a, in increasing order.
+  std::vector<int64_t> complement(int32_t a, int64_t p) const {
+    std::vector<int64_t> v;
+    int64_t next = 0;
+    for (const auto& [lo, hi] : *sets_[size_t(a)]) {
+      for (int64_t r = next; r < lo && r < p; ++r) v.push_back(r);
+      next = hi;
+    }
+    for (int64_t r = next; r < p; ++r) v.push_back(r);
+    return v;
+  }
+  /// a == [0, p).
+  bool is_all(int32_t a, int64_t p) const {
+    const Intervals& x = *sets_[size_t(a)];
+    return x.size() == 1 && x[0].first == 0 && x[0].second == p;
+  }
+
+ private:
+  struct Hash {
+    size_t operator()(const Intervals& v) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+      for (const auto& [lo, hi] : v) h = (h ^ ((uint64_t(uint32_t(lo)) << 32) | uint32_t(hi))) * 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
+      return size_t(h);
+    }
+  };
+  int32_t intern(Intervals&& v) {
+    auto [it, fresh] = index_.emplace(std::move(v), int32_t(sets_.size()));
+    if (fresh) sets_.push_back(&it->first);  // node-based map: the key's address is stable
+    return it->second;
+  }
+  std::unordered_map<Intervals, int32_t, Hash> index_;
+  std::vector<const Intervals*> sets_;
+  std::unordered_map<uint64_t, int32_t> unions_;  ///< (min id, max id) -> union or kNone
+};
 
 struct WriteSite {
   int64_t round = -1;
@@ -36,7 +113,9 @@ struct WriteSite {
 class Verifier {
  public:
   Verifier(const Schedule& s, DiagnosticSink& d, const VerifyOptions& o)
-      : s_(s), diags_(d), exact_(s.p <= o.exact_limit && s.p <= 64) {}
+      : s_(s), diags_(d) {
+    (void)o;
+  }
 
   VerifyResult run() {
     VerifyResult res;
@@ -317,13 +396,14 @@ class Verifier {
       Term t;
       t.block = int32_t(block);
       t.lo = t.hi = int32_t(rank);
-      t.mask = exact_ ? uint64_t(1) << rank : 0;
-      t.hash = fingerprint(rank);
+      t.set = sets_.singleton(rank);
       id = int32_t(terms_.size());
       terms_.push_back(t);
     }
     return id;
   }
+  /// Terms a and b share a leaf rank: reducing them would count a contribution twice.
+  bool overlaps(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set) == kNone; }
   int32_t combine(int32_t a, int32_t b) {
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
     auto it = consed_.find(key);
@@ -337,8 +417,7 @@ class Verifier {
     t.lo = std::min(x.lo, y.lo);
     t.hi = std::max(x.hi, y.hi);
     t.count = x.count + y.count;
-    t.mask = x.mask | y.mask;
-    t.hash = x.hash + y.hash;
+    t.set = sets_.unite(x.set, y.set);  // disjoint: the caller checked overlaps()
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
     const int32_t id = int32_t(terms_.size());
     terms_.push_back(t);
@@ -412,13 +491,13 @@ class Verifier {
                        K::no_data, y, t, b, x, true);
                 return false;
               }
-              if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
-                const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
+              if (overlaps(o, v)) {
+                const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
                 Diagnostic& d = record(report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
-                                                              (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " to block " +
+                                                              (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " to block " +
                                                               std::to_string(b) + " reaches rank " + std::to_string(y) + " twice"),
                                        K::double_count, y, t, b, x, true);
-                cex_.doubled_ranks = mask_list(dup);
+                cex_.doubled_ranks = dup;
                 add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
                 return false;
               }
@@ -499,12 +578,12 @@ class Verifier {
                    K::no_data, y, t, d);
             return false;
           }
-          if (exact_ && (terms_[size_t(o)].mask & terms_[size_t(v)].mask)) {
-            const uint64_t dup = terms_[size_t(o)].mask & terms_[size_t(v)].mask;
+          if (overlaps(o, v)) {
+            const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
             record(report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
-                                     " counts rank" + (popcount(int64_t(dup)) > 1 ? "s " : " ") + mask_ranks(dup) + " twice"),
+                                     " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
                    K::double_count, y, t, d);
-            cex_.doubled_ranks = mask_list(dup);
+            cex_.doubled_ranks = dup;
             return false;
           }
           nv = combine(v, o);
@@ -513,22 +592,6 @@ class Verifier {
         writer_[size_t(y)][size_t(d)] = {t, &lo.origin};
       }
     return true;
-  }
-  static std::string mask_ranks(uint64_t m) {
-    std::string s = "{";
-    bool first = true;
-    for (int i = 0; i < 64; ++i)
-      if ((m >> i) & 1) {
-        s += (first ? "" : ", ") + std::to_string(i);
-        first = false;
-      }
-    return s + "}";
-  }
-  static std::vector<int64_t> mask_list(uint64_t m) {
-    std::vector<int64_t> v;
-    for (int i = 0; i < 64; ++i)
-      if ((m >> i) & 1) v.push_back(i);
-    return v;
   }
   static std::string list_ranks(const std::vector<int64_t>& v) {
     std::string s = "{";
@@ -542,41 +605,15 @@ class Verifier {
     // A receive made by a mirror or the fold points at a statement of another kind.
     if (!w.origin->via.empty()) add_note(d, w.origin->via_span, "that receive comes from " + w.origin->via);
   }
-  /// Exact multiplicity of every leaf rank in term id (memoized over the DAG).
-  std::vector<int64_t> multiplicity(int32_t id) {
-    std::unordered_map<int32_t, std::vector<int64_t>> memo;
-    std::vector<int32_t> stack{id};
-    while (!stack.empty()) {
-      const int32_t n = stack.back();
-      if (memo.count(n)) { stack.pop_back(); continue; }
-      const Term& t = terms_[size_t(n)];
-      if (t.left == kNone) {
-        std::vector<int64_t> m(size_t(s_.p), 0);
-        m[size_t(t.lo)] = 1;
-        memo[n] = std::move(m);
-        stack.pop_back();
-        continue;
-      }
-      if (!memo.count(t.left)) { stack.push_back(t.left); continue; }
-      if (!memo.count(t.right)) { stack.push_back(t.right); continue; }
-      std::vector<int64_t> m = memo[t.left];
-      const std::vector<int64_t>& r = memo[t.right];
-      for (size_t i = 0; i < m.size(); ++i) m[i] += r[i];
-      memo[n] = std::move(m);
-      stack.pop_back();
-    }
-    return memo[id];
-  }
-
   // ---- postcondition ----
   /// Checks that rank x holds in block b exactly the full reduction of block b.
   bool expect_reduction(int64_t x, int64_t b, VerifyResult& res) {
     const int32_t id = state_[size_t(x)][size_t(b)];
     if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(b));
     const Term& t = terms_[size_t(id)];
-    bool exact_ok;
-    if (exact_) exact_ok = t.count == s_.p && t.mask == (s_.p == 64 ? ~uint64_t(0) : (uint64_t(1) << s_.p) - 1);
-    else exact_ok = t.count == s_.p && t.hash == full_hash_;
+    // Every reduction checked its operands disjoint (overlaps()), so the leaves are
+    // distinct ranks and the set says exactly which.
+    const bool exact_ok = t.count == s_.p && sets_.is_all(t.set, s_.p);
     if (t.block != b) {
       Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
                                                         " ends up combined with data of another block"),
@@ -585,12 +622,7 @@ class Verifier {
       return false;
     }
     if (!exact_ok) {
-      const std::vector<int64_t> m = multiplicity(id);
-      std::vector<int64_t> lost, twice;
-      for (int64_t i = 0; i < s_.p; ++i) {
-        if (m[size_t(i)] == 0) lost.push_back(i);
-        if (m[size_t(i)] > 1) twice.push_back(i);
-      }
+      const std::vector<int64_t> lost = sets_.complement(t.set, s_.p), twice;
       std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
       if (!twice.empty()) msg += std::string(lost.empty() ? "" : ";") + " counts rank" + (twice.size() > 1 ? "s " : " ") + list_ranks(twice) + " more than once";
@@ -667,8 +699,6 @@ class Verifier {
     return false;
   }
   bool check_post(VerifyResult& res) {
-    full_hash_ = 0;
-    for (int64_t i = 0; i < s_.p; ++i) full_hash_ += fingerprint(i);
     const int64_t B = s_.blocks;
     switch (s_.collective) {
       case Collective::allreduce:
@@ -720,8 +750,7 @@ class Verifier {
 
   const Schedule& s_;
   DiagnosticSink& diags_;
-  bool exact_;
-  uint64_t full_hash_ = 0;
+  RankSets sets_;
   std::vector<Term> terms_;
   std::vector<int32_t> leaves_;
   std::unordered_map<uint64_t, int32_t> consed_;

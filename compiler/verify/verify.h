@@ -66,12 +66,10 @@ struct VerifyResult {
   int64_t blocks_moved = 0;    ///< sum of |blocks| over messages
 };
 
-struct VerifyOptions {
-  /// Up to this p, contribution sets are tracked exactly as bit masks; above it, with
-  /// 64-bit fingerprints (sums of random values mod 2^64) plus counts, and exactly again
-  /// when a mismatch needs a counterexample.
-  int64_t exact_limit = 64;
-};
+/// Verifier settings. Contribution sets are exact at every p (interned interval sets,
+/// docs/verifier.md#data-flow-exact-contribution-tracking); no setting trades exactness
+/// for speed.
+struct VerifyOptions {};
 
 /// Verifies `s`; every failure is an error in `diags` naming p, root, rank, round, block
 /// and pointing at the DSL statement, with notes for the other ranks involved.

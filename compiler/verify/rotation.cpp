@@ -1,0 +1,115 @@
+#include "rotation.h"
+
+namespace bine {
+namespace {
+
+class Rotation {
+ public:
+  Rotation(const Schedule& base, const Schedule& inst)
+      : a_(base), b_(inst), p_(base.p), R_(inst.root), rank_blocks_(collective_has_rank_blocks(base.collective)) {}
+
+  std::string run() const {
+    if (a_.p != b_.p || a_.blocks != b_.blocks || a_.scratch != b_.scratch || a_.num_rounds != b_.num_rounds ||
+        a_.ranks.size() != b_.ranks.size())
+      return "the instances differ in p, block count, scratch buffers or rounds";
+    if (a_.fold_helper.size() != b_.fold_helper.size()) return "the fold sets aside other ranks";
+    for (int64_t x = 0; x < p_; ++x) {
+      const int64_t y = rho(x);
+      if (!a_.fold_helper.empty() && a_.fold_helper[size_t(x)] != b_.fold_helper[size_t(y)])
+        return "rank " + std::to_string(y) + ": the fold sets it aside differently";
+      for (int64_t t = 0; t < a_.num_rounds; ++t) {
+        const Round& ra = a_.ranks[size_t(x)][size_t(t)];
+        const Round& rb = b_.ranks[size_t(y)][size_t(t)];
+        const std::string where = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": ";
+        if (ra.size() != rb.size())
+          return where + std::to_string(rb.size()) + " operations instead of the " + std::to_string(ra.size()) + " of rank " +
+                 std::to_string(x) + " for root 0";
+        for (size_t i = 0; i < ra.size(); ++i) {
+          const std::string d = op_mismatch(ra[i], rb[i]);
+          if (!d.empty()) return where + "operation " + std::to_string(i) + " " + d + " (rank " + std::to_string(x) + " for root 0)";
+        }
+        if (rank_blocks_) {
+          const std::string d = pairing_mismatch(x, t);
+          if (!d.empty()) return where + d;
+        }
+      }
+    }
+    return "";
+  }
+
+ private:
+  int64_t rho(int64_t x) const { return (x + R_) % p_; }
+  /// Rank-indexed blocks are rank numbers and rotate with them; vector blocks do not.
+  BlockSet rotated(const BlockSet& s) const {
+    if (!rank_blocks_ || R_ == 0) return s;
+    BlockSet out;
+    for (const auto& [lo, hi] : s.ranges()) out = out | BlockSet::wrap(lo + R_, hi + R_, p_);
+    return out;
+  }
+  /// Blocks of s that wrap to the front under the rotation.
+  int64_t wrapping(const BlockSet& s) const { return (s & (BlockSet::all(p_) - BlockSet::all(p_ - R_))).size(); }
+  std::string op_mismatch(const Op& a, const Op& b) const {
+    if (a.index() != b.index()) return "is of another kind";
+    if (const auto* sa = std::get_if<SendOp>(&a)) {
+      const auto& sb = std::get<SendOp>(b);
+      if (sb.peer != rho(sa->peer)) return "sends to rank " + std::to_string(sb.peer) + ", not " + std::to_string(rho(sa->peer));
+      if (!(sb.blocks == rotated(sa->blocks))) return "sends blocks " + format_blocks(sb.blocks) + ", not " + format_blocks(rotated(sa->blocks));
+      return "";
+    }
+    if (const auto* ra = std::get_if<RecvOp>(&a)) {
+      const auto& rb = std::get<RecvOp>(b);
+      if (rb.peer != rho(ra->peer)) return "receives from rank " + std::to_string(rb.peer) + ", not " + std::to_string(rho(ra->peer));
+      if (!(rb.blocks == rotated(ra->blocks)))
+        return "receives blocks " + format_blocks(rb.blocks) + ", not " + format_blocks(rotated(ra->blocks));
+      if (rb.reduce != ra->reduce) return rb.reduce ? "reduces instead of copying" : "copies instead of reducing";
+      return "";
+    }
+    if (const auto* la = std::get_if<LocalOp>(&a)) {
+      const auto& lb = std::get<LocalOp>(b);
+      if (lb.reduce != la->reduce || !(lb.src == rotated(la->src)) || !(lb.blocks == rotated(la->blocks)))
+        return "is another local statement";
+      if (rank_blocks_ && wrapping(la->src) != wrapping(la->blocks)) return "pairs other blocks after the rotation";
+      return "";
+    }
+    const auto& pa = std::get<PermuteOp>(a);
+    const auto& pb = std::get<PermuteOp>(b);
+    if (pa.to.size() != pb.to.size()) return "is another permutation";
+    for (size_t j = 0; j < pa.to.size(); ++j) {
+      const int64_t from = rank_blocks_ ? rho(int64_t(j)) : int64_t(j);
+      const int64_t to = rank_blocks_ ? rho(pa.to[j]) : pa.to[j];
+      if (pb.to[size_t(from)] != to) return "is another permutation";
+    }
+    return "";
+  }
+  /// Rank-indexed collectives: a message carries its k-th sent block into the k-th received
+  /// block (ascending order); rotating both sets keeps that pairing exactly when they have
+  /// as many blocks that wrap to the front.
+  std::string pairing_mismatch(int64_t x, int64_t t) const {
+    const Round& rd = a_.ranks[size_t(x)][size_t(t)];
+    for (size_t j = 0; j < rd.size(); ++j) {
+      const auto* s = std::get_if<SendOp>(&rd[j]);
+      if (!s || s->peer < 0 || s->peer >= p_) continue;
+      size_t k = 0;
+      for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == s->peer;
+      for (const Op& op : a_.ranks[size_t(s->peer)][size_t(t)]) {
+        const auto* r = std::get_if<RecvOp>(&op);
+        if (!r || r->peer != x || k-- != 0) continue;
+        if (wrapping(s->blocks) != wrapping(r->blocks))
+          return "the message to rank " + std::to_string(rho(s->peer)) + " pairs other blocks after the rotation";
+        break;
+      }
+    }
+    return "";
+  }
+
+  const Schedule& a_;
+  const Schedule& b_;
+  int64_t p_, R_;
+  bool rank_blocks_;
+};
+
+}  // namespace
+
+std::string rotation_mismatch(const Schedule& base, const Schedule& inst) { return Rotation(base, inst).run(); }
+
+}  // namespace bine
