@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 namespace bine {
 namespace {
@@ -20,53 +19,96 @@ struct Term {
   bool ordered = true;    ///< leaves in increasing rank order, no gaps
 };
 
+/// Open-addressing hash map from a 64-bit key (never ~0) to an int32 value: linear
+/// probing, power-of-two capacity, load at most 1/2. The verifier's hot lookups (term
+/// hash-consing, memoized unions) without a heap node per entry.
+class FlatMap {
+ public:
+  /// The value of key k, or null.
+  const int32_t* find(uint64_t k) const {
+    if (keys_.empty()) return nullptr;
+    for (size_t i = slot(k);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == k) return &vals_[i];
+      if (keys_[i] == kEmpty) return nullptr;
+    }
+  }
+  /// Inserts k -> v (k must be absent).
+  void insert(uint64_t k, int32_t v) {
+    if (2 * (n_ + 1) > keys_.size()) grow();
+    size_t i = slot(k);
+    while (keys_[i] != kEmpty) i = (i + 1) & (keys_.size() - 1);
+    keys_[i] = k;
+    vals_[i] = v;
+    ++n_;
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  size_t slot(uint64_t k) const {
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    return size_t(k) & (keys_.size() - 1);
+  }
+  void grow() {
+    std::vector<uint64_t> keys = std::move(keys_);
+    std::vector<int32_t> vals = std::move(vals_);
+    keys_.assign(std::max<size_t>(16, 2 * keys.size()), kEmpty);
+    vals_.assign(keys_.size(), 0);
+    n_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) insert(keys[i], vals[i]);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<int32_t> vals_;
+  size_t n_ = 0;
+};
+
 /// Exact sets of ranks, interned: a set is a canonical list of disjoint, sorted,
 /// non-adjacent half-open intervals [lo, hi), and equal sets have equal ids. The sets
 /// schedules build (a rank's subtree, a butterfly group, a stride class) have few
 /// intervals or recur across ranks, and unions are memoized per pair of ids, so one
 /// instance costs about the sum of the distinct sets' sizes. Replaces the 64-bit masks
 /// (p <= 64) and fingerprints (p > 64) of earlier versions: the same exact check at every p.
+/// The intervals of all sets live in one array (set i is [start_[i], start_[i + 1])).
 class RankSets {
  public:
-  using Intervals = std::vector<std::pair<int32_t, int32_t>>;
+  using Interval = std::pair<int32_t, int32_t>;
   /// {r}.
-  int32_t singleton(int64_t r) { return intern(Intervals{{int32_t(r), int32_t(r + 1)}}); }
+  int32_t singleton(int64_t r) {
+    cand_.assign(1, {int32_t(r), int32_t(r + 1)});
+    return intern();
+  }
   /// a u b when a and b are disjoint, else kNone (a contribution counted twice).
   int32_t unite(int32_t a, int32_t b) {
     if (a > b) std::swap(a, b);
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
-    auto it = unions_.find(key);
-    if (it != unions_.end()) return it->second;
-    const Intervals& x = *sets_[size_t(a)];
-    const Intervals& y = *sets_[size_t(b)];
-    Intervals m;
-    m.reserve(x.size() + y.size());
-    size_t i = 0, j = 0;
+    if (const int32_t* hit = unions_.find(key)) return *hit;
+    cand_.clear();
+    const Interval *x = begin(a), *xe = end(a), *y = begin(b), *ye = end(b);
     int32_t res = kNone;
     bool overlap = false;
-    while (i < x.size() || j < y.size()) {
-      const auto& next = (j == y.size() || (i < x.size() && x[i].first < y[j].first)) ? x[i++] : y[j++];
-      if (!m.empty() && next.first < m.back().second) {
+    while (x != xe || y != ye) {
+      const Interval next = (y == ye || (x != xe && x->first < y->first)) ? *x++ : *y++;
+      if (!cand_.empty() && next.first < cand_.back().second) {
         overlap = true;
         break;
       }
-      if (!m.empty() && next.first == m.back().second) m.back().second = next.second;
-      else m.push_back(next);
+      if (!cand_.empty() && next.first == cand_.back().second) cand_.back().second = next.second;
+      else cand_.push_back(next);
     }
-    if (!overlap) res = intern(std::move(m));
-    unions_.emplace(key, res);
+    if (!overlap) res = intern();
+    unions_.insert(key, res);
     return res;
   }
   /// The ranks in both a and b, in increasing order.
   std::vector<int64_t> intersection(int32_t a, int32_t b) const {
     std::vector<int64_t> v;
-    const Intervals& x = *sets_[size_t(a)];
-    const Intervals& y = *sets_[size_t(b)];
-    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
-      const int32_t lo = std::max(x[i].first, y[j].first), hi = std::min(x[i].second, y[j].second);
+    for (const Interval *x = begin(a), *y = begin(b); x != end(a) && y != end(b);) {
+      const int32_t lo = std::max(x->first, y->first), hi = std::min(x->second, y->second);
       for (int32_t r = lo; r < hi; ++r) v.push_back(r);
-      if (x[i].second < y[j].second) ++i;
-      else ++j;
+      if (x->second < y->second) ++x;
+      else ++y;
     }
     return v;
   }
@@ -74,35 +116,58 @@ class RankSets {
   std::vector<int64_t> complement(int32_t a, int64_t p) const {
     std::vector<int64_t> v;
     int64_t next = 0;
-    for (const auto& [lo, hi] : *sets_[size_t(a)]) {
-      for (int64_t r = next; r < lo && r < p; ++r) v.push_back(r);
-      next = hi;
+    for (const Interval* x = begin(a); x != end(a); ++x) {
+      for (int64_t r = next; r < x->first && r < p; ++r) v.push_back(r);
+      next = x->second;
     }
     for (int64_t r = next; r < p; ++r) v.push_back(r);
     return v;
   }
   /// a == [0, p).
   bool is_all(int32_t a, int64_t p) const {
-    const Intervals& x = *sets_[size_t(a)];
-    return x.size() == 1 && x[0].first == 0 && x[0].second == p;
+    return end(a) - begin(a) == 1 && begin(a)->first == 0 && begin(a)->second == p;
   }
 
  private:
-  struct Hash {
-    size_t operator()(const Intervals& v) const {
-      uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
-      for (const auto& [lo, hi] : v) h = (h ^ ((uint64_t(uint32_t(lo)) << 32) | uint32_t(hi))) * 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
-      return size_t(h);
+  const Interval* begin(int32_t id) const { return pool_.data() + start_[size_t(id)]; }
+  const Interval* end(int32_t id) const { return pool_.data() + start_[size_t(id) + 1]; }
+  static uint64_t hash(const Interval* v, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < n; ++i) {
+      h = (h ^ ((uint64_t(uint32_t(v[i].first)) << 32) | uint32_t(v[i].second))) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 29;
     }
-  };
-  int32_t intern(Intervals&& v) {
-    auto [it, fresh] = index_.emplace(std::move(v), int32_t(sets_.size()));
-    if (fresh) sets_.push_back(&it->first);  // node-based map: the key's address is stable
-    return it->second;
+    return h;
   }
-  std::unordered_map<Intervals, int32_t, Hash> index_;
-  std::vector<const Intervals*> sets_;
-  std::unordered_map<uint64_t, int32_t> unions_;  ///< (min id, max id) -> union or kNone
+  /// The id of the set in cand_, added when new (open addressing over ids, compared by
+  /// content).
+  int32_t intern() {
+    const uint64_t h = hash(cand_.data(), cand_.size());
+    if (2 * (start_.size() + 1) > table_.size()) rehash();
+    size_t i = size_t(h) & (table_.size() - 1);
+    for (; table_[i] != kNone; i = (i + 1) & (table_.size() - 1)) {
+      const int32_t id = table_[i];
+      if (size_t(end(id) - begin(id)) == cand_.size() && std::equal(cand_.begin(), cand_.end(), begin(id))) return id;
+    }
+    const int32_t id = int32_t(start_.size() - 1);
+    pool_.insert(pool_.end(), cand_.begin(), cand_.end());
+    start_.push_back(pool_.size());
+    table_[i] = id;
+    return id;
+  }
+  void rehash() {
+    table_.assign(std::max<size_t>(16, 2 * table_.size()), kNone);
+    for (int32_t id = 0; id + 1 < int32_t(start_.size()); ++id) {
+      size_t i = size_t(hash(begin(id), size_t(end(id) - begin(id)))) & (table_.size() - 1);
+      while (table_[i] != kNone) i = (i + 1) & (table_.size() - 1);
+      table_[i] = id;
+    }
+  }
+  std::vector<Interval> pool_;           ///< the intervals of every set, set after set
+  std::vector<size_t> start_{0};         ///< set i: pool_[start_[i], start_[i + 1])
+  std::vector<int32_t> table_;           ///< open-addressing index of the sets by content
+  std::vector<Interval> cand_;           ///< the set being built
+  FlatMap unions_;                       ///< (min id, max id) -> union or kNone
 };
 
 struct WriteSite {
@@ -209,19 +274,24 @@ class Verifier {
   /// Linear-time sufficient condition: in every round, for every ordered pair of ranks,
   /// the sends of one equal the receives of the other in number. Then all ranks proceed in
   /// lockstep and nothing can block; the simulation below only runs to explain a failure.
+  /// Sorts the round's (source, destination) pairs of sends and of receives and compares
+  /// them: O(n log n) per round (no per-pair map).
   bool rounds_pair_up() const {
-    std::unordered_map<uint64_t, int64_t> balance;
+    std::vector<uint64_t> sends, recvs;
     for (int64_t t = 0; t < s_.num_rounds; ++t) {
-      balance.clear();
+      sends.clear();
+      recvs.clear();
       for (int64_t x = 0; x < s_.p; ++x)
         for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
           if (!is_transfer(op)) continue;
           const int64_t y = peer_of(op);
-          if (std::holds_alternative<SendOp>(op)) ++balance[uint64_t(x) << 32 | uint64_t(y)];
-          else --balance[uint64_t(y) << 32 | uint64_t(x)];
+          if (std::holds_alternative<SendOp>(op)) sends.push_back(uint64_t(x) << 32 | uint64_t(y));
+          else recvs.push_back(uint64_t(y) << 32 | uint64_t(x));
         }
-      for (const auto& kv : balance)
-        if (kv.second != 0) return false;
+      if (sends.size() != recvs.size()) return false;
+      std::sort(sends.begin(), sends.end());
+      std::sort(recvs.begin(), recvs.end());
+      if (sends != recvs) return false;
     }
     return true;
   }
@@ -406,8 +476,7 @@ class Verifier {
   bool overlaps(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set) == kNone; }
   int32_t combine(int32_t a, int32_t b) {
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
-    auto it = consed_.find(key);
-    if (it != consed_.end()) return it->second;
+    if (const int32_t* hit = consed_.find(key)) return *hit;
     const Term& x = terms_[size_t(a)];
     const Term& y = terms_[size_t(b)];
     Term t;
@@ -421,7 +490,7 @@ class Verifier {
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
     const int32_t id = int32_t(terms_.size());
     terms_.push_back(t);
-    consed_.emplace(key, id);
+    consed_.insert(key, id);
     return id;
   }
   void init_state() {
@@ -451,9 +520,14 @@ class Verifier {
     const Origin* origin;
   };
   bool step(int64_t t) {
-    std::vector<Update> ups;
-    std::map<std::pair<int64_t, int64_t>, size_t> reduced;  // (rank, block) -> its reduce in ups
+    std::vector<Update>& ups = ups_;
+    ups.clear();
+    // Block -> index in ups of rank y's reduce of it in this round (-1: none), reset after
+    // each rank: updates of rank y are pushed while y is processed.
+    reduced_.resize(state_.empty() ? 0 : state_[0].size(), -1);
     for (int64_t y = 0; y < s_.p; ++y) {
+      for (int64_t b : touched_) reduced_[size_t(b)] = -1;
+      touched_.clear();
       const Round& mine = s_.ranks[size_t(y)][size_t(t)];
       for (size_t j = 0; j < mine.size(); ++j) {
         const auto* rv = std::get_if<RecvOp>(&mine[j]);
@@ -464,7 +538,8 @@ class Verifier {
         const Op& snd = *nth_with(x, t, y, true, k);
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
-        std::vector<int64_t> from;
+        std::vector<int64_t>& from = from_;
+        from.clear();
         for (const auto& [lo, hi] : blocks_of(snd).ranges())
           for (int64_t b = lo; b < hi; ++b) from.push_back(b);
         size_t next = 0;
@@ -483,8 +558,8 @@ class Verifier {
             if (rv->reduce) {
               // A block reduced twice in this round: the second reduction combines into the
               // result of the first (runtime order), so a repeated contribution shows.
-              const auto prev = reduced.find({y, b});
-              const int32_t o = prev != reduced.end() ? ups[prev->second].term : state_[size_t(y)][size_t(b)];
+              const int64_t prev = reduced_[size_t(b)];
+              const int32_t o = prev >= 0 ? ups[size_t(prev)].term : state_[size_t(y)][size_t(b)];
               if (o == kNone) {
                 record(report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
                                               " but holds no data for it"),
@@ -502,12 +577,13 @@ class Verifier {
                 return false;
               }
               nv = received_is_left_operand(x, y) ? combine(v, o) : combine(o, v);
-              if (prev != reduced.end()) {
-                ups[prev->second].term = nv;
-                ups[prev->second].origin = &rv->origin;
+              if (prev >= 0) {
+                ups[size_t(prev)].term = nv;
+                ups[size_t(prev)].origin = &rv->origin;
                 continue;
               }
-              reduced[{y, b}] = ups.size();
+              reduced_[size_t(b)] = int64_t(ups.size());
+              touched_.push_back(b);
             }
             ups.push_back({y, b, nv, &rv->origin});
           }
@@ -753,7 +829,11 @@ class Verifier {
   RankSets sets_;
   std::vector<Term> terms_;
   std::vector<int32_t> leaves_;
-  std::unordered_map<uint64_t, int32_t> consed_;
+  FlatMap consed_;
+  std::vector<Update> ups_;        ///< step(): the round's updates (reused)
+  std::vector<int64_t> reduced_;   ///< step(): block -> index in ups_ of its reduce, or -1
+  std::vector<int64_t> touched_;   ///< step(): blocks set in reduced_
+  std::vector<int64_t> from_;      ///< step(): the sent blocks in order (reused)
   std::vector<std::vector<int32_t>> state_;
   std::vector<std::vector<WriteSite>> writer_;
   std::map<int64_t, int32_t> final_term_;
