@@ -339,6 +339,7 @@ class Verifier {
     Diagnostic& d = record(report(origin_of(*op), msg), K::deadlock, x, t, first_block(blocks_of(*op)), y, !is_send);
     cex_.wait_for = {x, y};
     cex_.wait_rounds = {t};
+    if (cur[size_t(y)] >= t) wrong_peer_note(d, x, y, t, is_send);
     // Where does y talk to x instead? The nearest other round, the later one on a tie (a
     // transfer moved to a later round).
     std::vector<int64_t> order;
@@ -373,6 +374,33 @@ class Verifier {
       z = w;
     }
     return false;
+  }
+  /// Which rank's peer breaks the match of x's op with y in round t (y reached round t):
+  /// y's round-t op of the same direction whose own peer w posts nothing towards y (y
+  /// names the wrong peer), else a rank z that expects x's op in round t but is not y (x
+  /// names the wrong peer). Adds a note and sets cex_.wrong_peer_rank; nothing if neither.
+  void wrong_peer_note(Diagnostic& d, int64_t x, int64_t y, int64_t t, bool x_sends) {
+    for (const Op& op : s_.ranks[size_t(y)][size_t(t)]) {
+      if (!is_transfer(op) || std::holds_alternative<SendOp>(op) == x_sends) continue;  // y's op of the direction x needs
+      const int64_t w = peer_of(op);
+      if (w == x || pair_matches(y, t, w)) continue;
+      add_note(d, origin_of(op).span, "wrong peer: rank " + std::to_string(y) + (x_sends ? " receives from rank " : " sends to rank ") +
+                                          std::to_string(w) + " in round " + std::to_string(t) + ", which posts no matching " +
+                                          (x_sends ? "send" : "receive"));
+      cex_.wrong_peer_rank = y;
+      return;
+    }
+    for (int64_t z = 0; z < s_.p; ++z) {
+      if (z == y || z == x) continue;
+      for (const Op& op : s_.ranks[size_t(z)][size_t(t)])
+        if (is_transfer(op) && peer_of(op) == x && std::holds_alternative<SendOp>(op) == !x_sends && !pair_matches(z, t, x)) {
+          add_note(d, origin_of(op).span, "wrong peer: rank " + std::to_string(z) + (x_sends ? " expects the send" : " expects the receive") +
+                                              " of rank " + std::to_string(x) + " in round " + std::to_string(t) + ", which goes to rank " +
+                                              std::to_string(y));
+          cex_.wrong_peer_rank = x;
+          return;
+        }
+    }
   }
   /// Rank-indexed blocks all hold the same element count, so a message may carry its k-th
   /// block to the receiver's k-th block (ascending order) when the counts agree. Vector
@@ -451,7 +479,8 @@ class Verifier {
             cex_.blocks = both;
             cex_.race_peers[0] = ri->peer;
             cex_.race_peers[1] = peer_of(rd[j]);
-            add_note(d, origin_of(rd[j]).span, "the other receive is here");
+            add_note(d, origin_of(rd[j]).span, "the other receive is here (rank " + std::to_string(x) + " receives these blocks from rank " +
+                                                   std::to_string(ri->peer) + " and from rank " + std::to_string(peer_of(rd[j])) + ")");
             return false;
           }
         }

@@ -40,6 +40,10 @@ struct Counterexample {
   /// a cycle (it appears earlier in the list).
   std::vector<int64_t> wait_for, wait_rounds;
   bool cycle = false;
+  /// Deadlock: the rank whose peer is wrong in the deadlocked round (-1: not found): y when
+  /// the peer y posts its op to another rank that does not answer, the rank itself when
+  /// another rank expects its op.
+  int64_t wrong_peer_rank = -1;
   /// Deadlock: the round in which the peer posts the matching op instead (-1: none).
   int64_t match_round = -1;
   /// Race: the senders of the two receives that write `blocks` on `rank` in `round`.
