@@ -5,7 +5,8 @@
 # and the last p measured. An instance has about p log2 p operations, so k near 1 is the
 # goal (issue 18: p = 2^20 in < 10 s and < 2 GB). Each run is limited to LIMIT seconds
 # and MEM_KB of memory (ulimit -v); later p of a schedule are skipped once one fails.
-# Wall time is printed with user time: on a loaded machine wall time overstates the cost.
+# Wall time is printed with CPU time (user + system): on a loaded machine wall time
+# overstates the cost; the exponent uses CPU time.
 # Needs GNU time (Debian package `time`).
 # usage: bench/instance_scaling.sh [BINE_CC] [LO] [HI] [LIMIT] [MEM_KB]
 set -uo pipefail
@@ -19,7 +20,7 @@ for s in bine_allreduce_lat bine_bcast_lat; do
   first_p= first_t= last_p= last_t=
   for ((k = lo; k <= hi; k += 2)); do
     p=$((1 << k))
-    out=$( { ulimit -v "$mem_kb"; timeout "$limit" /usr/bin/time -f "TIME %e %U %M" "$bine_cc" check dsl/lib/*.bine \
+    out=$( { ulimit -v "$mem_kb"; timeout "$limit" /usr/bin/time -f "TIME %e %U %S %M" "$bine_cc" check dsl/lib/*.bine \
              --schedule "$s" --ranks "$p" --all-roots-up-to 0 --quiet; } 2>&1 )
     rc=$?
     line=$(echo "$out" | grep '^TIME' | tail -1)
@@ -27,12 +28,13 @@ for s in bine_allreduce_lat bine_bcast_lat; do
       echo "$s p=2^$k: failed or over the limits (exit $rc, ${limit} s, $((mem_kb / 1024)) MiB)"
       break
     fi
-    read -r _ wall user rss <<< "$line"
-    echo "$s p=2^$k: $wall s wall, $user s user, $((rss / 1024)) MiB peak RSS"
-    if [ -z "$first_p" ]; then first_p=$p first_t=$user; fi
-    last_p=$p last_t=$user
+    read -r _ wall user sys rss <<< "$line"
+    cpu=$(python3 -c "print(round($user + $sys, 2))")
+    echo "$s p=2^$k: $wall s wall, $cpu s CPU (user + system), $((rss / 1024)) MiB peak RSS"
+    if [ -z "$first_p" ]; then first_p=$p first_t=$cpu; fi
+    last_p=$p last_t=$cpu
   done
   if [ -n "$first_p" ] && [ "$last_p" != "$first_p" ]; then
-    python3 -c "import math; print('$s: growth exponent of user time from p=$first_p to p=$last_p: %.2f' % (math.log(max($last_t, 0.01) / max($first_t, 0.01)) / math.log($last_p / $first_p)))"
+    python3 -c "import math; print('$s: growth exponent of CPU time from p=$first_p to p=$last_p: %.2f' % (math.log(max($last_t, 0.01) / max($first_t, 0.01)) / math.log($last_p / $first_p)))"
   fi
 done

@@ -48,6 +48,13 @@ class Rotation {
   }
   /// Blocks of s that wrap to the front under the rotation.
   int64_t wrapping(const BlockSet& s) const { return (s & (BlockSet::all(p_) - BlockSet::all(p_ - R_))).size(); }
+  /// Rotating both sets cyclically shifts their ascending orders by their wrapping counts,
+  /// so the k-th to k-th pairing survives exactly when the shifts agree modulo the size.
+  bool same_pairing(const BlockSet& a, const BlockSet& b) const {
+    const int64_t n = a.size();
+    if (n != b.size() || n == 0) return n == b.size();
+    return wrapping(a) % n == wrapping(b) % n;
+  }
   std::string op_mismatch(const Op& a, const Op& b) const {
     if (a.index() != b.index()) return "is of another kind";
     if (const auto* sa = std::get_if<SendOp>(&a)) {
@@ -68,7 +75,7 @@ class Rotation {
       const auto& lb = std::get<LocalOp>(b);
       if (lb.reduce != la->reduce || !(lb.src == rotated(la->src)) || !(lb.blocks == rotated(la->blocks)))
         return "is another local statement";
-      if (rank_blocks_ && wrapping(la->src) != wrapping(la->blocks)) return "pairs other blocks after the rotation";
+      if (rank_blocks_ && !same_pairing(la->src, la->blocks)) return "pairs other blocks after the rotation";
       return "";
     }
     const auto& pa = std::get<PermuteOp>(a);
@@ -94,7 +101,7 @@ class Rotation {
       for (const Op& op : a_.ranks[size_t(s->peer)][size_t(t)]) {
         const auto* r = std::get_if<RecvOp>(&op);
         if (!r || r->peer != x || k-- != 0) continue;
-        if (wrapping(s->blocks) != wrapping(r->blocks))
+        if (!same_pairing(s->blocks, r->blocks))
           return "the message to rank " + std::to_string(rho(s->peer)) + " pairs other blocks after the rotation";
         break;
       }

@@ -15,7 +15,8 @@ namespace bine {
 /// in the rank-indexed collectives (gather, scatter) block b is rank b's block, so it
 /// becomes block rho(b), and a message (or local statement) must keep pairing its k-th
 /// source block with its k-th destination block after re-sorting, which holds exactly when
-/// both sides have as many blocks in [p - R, p) (the blocks that wrap to the front).
+/// both sides have as many blocks in [p - R, p) (the blocks that wrap to the front),
+/// modulo the message's block count.
 /// Returns "" when `inst` is the rotation, else the first difference in words ("rank 5,
 /// round 2: ..."). Both must have the same schedule, p and commutative value.
 ///
