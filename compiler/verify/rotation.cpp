@@ -22,11 +22,12 @@ class Rotation {
         const Round& rb = b_.ranks[size_t(y)][size_t(t)];
         const std::string where = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": ";
         if (ra.size() != rb.size())
-          return where + std::to_string(rb.size()) + " operations instead of the " + std::to_string(ra.size()) + " of rank " +
-                 std::to_string(x) + " for root 0";
+          return where + std::to_string(rb.size()) + " operations instead of the " + std::to_string(ra.size()) +
+                 " of rank " + std::to_string(x) + " for root 0";
         for (size_t i = 0; i < ra.size(); ++i) {
           const std::string d = op_mismatch(ra[i], rb[i]);
-          if (!d.empty()) return where + "operation " + std::to_string(i) + " " + d + " (rank " + std::to_string(x) + " for root 0)";
+          if (!d.empty())
+            return where + "operation " + std::to_string(i) + " " + d + " (rank " + std::to_string(x) + " for root 0)";
         }
         if (rank_blocks_) {
           const std::string d = pairing_mismatch(x, t);
@@ -59,13 +60,16 @@ class Rotation {
     if (a.index() != b.index()) return "is of another kind";
     if (const auto* sa = std::get_if<SendOp>(&a)) {
       const auto& sb = std::get<SendOp>(b);
-      if (sb.peer != rho(sa->peer)) return "sends to rank " + std::to_string(sb.peer) + ", not " + std::to_string(rho(sa->peer));
-      if (!(sb.blocks == rotated(sa->blocks))) return "sends blocks " + format_blocks(sb.blocks) + ", not " + format_blocks(rotated(sa->blocks));
+      if (sb.peer != rho(sa->peer))
+        return "sends to rank " + std::to_string(sb.peer) + ", not " + std::to_string(rho(sa->peer));
+      if (!(sb.blocks == rotated(sa->blocks)))
+        return "sends blocks " + format_blocks(sb.blocks) + ", not " + format_blocks(rotated(sa->blocks));
       return "";
     }
     if (const auto* ra = std::get_if<RecvOp>(&a)) {
       const auto& rb = std::get<RecvOp>(b);
-      if (rb.peer != rho(ra->peer)) return "receives from rank " + std::to_string(rb.peer) + ", not " + std::to_string(rho(ra->peer));
+      if (rb.peer != rho(ra->peer))
+        return "receives from rank " + std::to_string(rb.peer) + ", not " + std::to_string(rho(ra->peer));
       if (!(rb.blocks == rotated(ra->blocks)))
         return "receives blocks " + format_blocks(rb.blocks) + ", not " + format_blocks(rotated(ra->blocks));
       if (rb.reduce != ra->reduce) return rb.reduce ? "reduces instead of copying" : "copies instead of reducing";

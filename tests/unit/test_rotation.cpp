@@ -55,8 +55,8 @@ TEST_CASE("rotation: rank-indexed blocks rotate with the ranks and must keep the
   const std::string why = rotation_mismatch(base, gather4(1, BlockSet::range(1, 3, 4), BlockSet::wrap(3, 5, 4), 2, 1));
   CHECK(why.find("pairs other blocks") != std::string::npos);
   // Blocks not rotated at all: a plain mismatch.
-  CHECK(rotation_mismatch(base, gather4(1, BlockSet::range(0, 2, 4), BlockSet::range(2, 4, 4), 2, 1)).find("receives blocks {2-3}") !=
-        std::string::npos);
+  CHECK(rotation_mismatch(base, gather4(1, BlockSet::range(0, 2, 4), BlockSet::range(2, 4, 4), 2, 1))
+            .find("receives blocks {2-3}") != std::string::npos);
   // One block pairs with one block whatever wraps: {3} into {1} rotated by 2.
   const Schedule b2 = gather4(0, BlockSet::block(3, 4), BlockSet::block(1, 4), 1, 0);
   CHECK(rotation_mismatch(b2, gather4(2, BlockSet::block(1, 4), BlockSet::block(3, 4), 3, 2)) == "");
