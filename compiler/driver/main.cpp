@@ -192,7 +192,8 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     print_diags(diags, c.format);
     return 1;
   }
-  std::vector<const ScheduleDecl*> emit;
+  std::vector<std::unique_ptr<RankProgram>> lowered;  // what the target reads
+  std::vector<const RankProgram*> emit;
   std::vector<ProofSummary> proofs;
   const std::vector<const ScheduleDecl*> chosen = selected(prog, c.only, diags);
   // Every C name the header defines: the header's own, then per schedule its function and
@@ -213,7 +214,9 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   }
   for (const ScheduleDecl* s : chosen) {
     if (clashing.count(s)) continue;
-    const std::string why = unsupported(*target, prog, *s);
+    auto rp = std::make_unique<RankProgram>();
+    if (!lower(prog, *s, *rp, diags)) continue;
+    const std::string why = unsupported(*target, *rp);
     if (!why.empty()) {
       const std::string msg = std::string("target ") + target->name() + " does not support " + why;
       if (!c.only.empty()) diags.error(s->name_span, msg);
@@ -233,14 +236,15 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     ProofSummary pf = rep.proof();
     pf.p_lo = opt.p_lo;
     pf.p_hi = opt.p_hi;
-    emit.push_back(s);
+    emit.push_back(rp.get());
+    lowered.push_back(std::move(rp));
     proofs.push_back(pf);
   }
   if (diags.has_errors()) {
     print_diags(diags, c.format);
     return 1;
   }
-  for (const EmittedFile& file : target->emit(prog, emit, proofs, eopt)) {
+  for (const EmittedFile& file : target->emit(emit, proofs, eopt)) {
     if (out.empty() || out == "-") {
       std::cout << file.text;
       continue;
@@ -294,6 +298,23 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   if (const int rc = load_instance(c, p, root, prog, diags, sch, &s, commutative)) return rc;
   if (verify_too) verify(sch, diags);
   std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
+}
+
+/// `bine-cc lower`: the lowered RankProgram of each selected schedule, as text.
+int cmd_lower(const Common& c) {
+  DiagnosticSink diags;
+  Program prog;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
+    RankProgram rp;
+    if (!lower(prog, *s, rp, diags)) continue;
+    print_rank_program(rp, std::cout);
+  }
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
 }
@@ -520,6 +541,10 @@ int main(int argc, char** argv) {
   sched->add_flag("--commutative", sched_commutative,
                   "instantiate with commutative = true (the checker proves reducing schedules that read it for both values)");
 
+  CLI::App* lwr = app.add_subcommand(
+      "lower", "print the lowered program of each schedule: composition inlined, params bound, checks hoisted (docs/architecture.md)");
+  add_common(lwr);
+
   DrawCli dcli;
   CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
   add_common(drw);
@@ -613,6 +638,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
+  if (lwr->parsed()) return cmd_lower(common);
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
