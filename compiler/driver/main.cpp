@@ -15,6 +15,7 @@
 #include "schedule.h"
 #include "sema.h"
 #include "traffic.h"
+#include "tune.h"
 
 namespace {
 
@@ -319,6 +320,45 @@ int cmd_lower(const Common& c) {
   return diags.has_errors() ? 1 : 0;
 }
 
+struct TuneCli {
+  std::string ranks = "2..32", out = "-";
+  TuneOptions opt;
+};
+
+/// `bine-cc tune`: a PMPI selection table from the cost model (docs/pmpi.md, "bine-cc tune").
+int cmd_tune(const Common& c, TuneCli t) {
+  if (!parse_ranks(t.ranks, t.opt.p_lo, t.opt.p_hi)) {
+    std::cerr << "bine-cc: error: --ranks expects A..B or P, got '" << t.ranks << "'\n";
+    return 2;
+  }
+  if (t.opt.elem_size == 0 || t.opt.bytes_min > t.opt.bytes_max || t.opt.margin < 0) {
+    std::cerr << "bine-cc: error: tune needs --elem-size >= 1, --bytes-min <= --bytes-max and --margin >= 0\n";
+    return 2;
+  }
+  DiagnosticSink diags;
+  Program prog;
+  if (!load_program(c.files, prog, diags)) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const TuneResult res = tune(prog, selected(prog, c.only, diags), t.opt);
+  if (diags.has_errors()) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const std::string text = res.table.dump(2) + "\n";
+  if (t.out == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream f(t.out, std::ios::binary);
+    if (!(f << text)) {
+      report_error(c.format, "cannot write '" + t.out + "'");
+      return 1;
+    }
+  }
+  return 0;
+}
+
 struct DrawCli {
   int64_t p = 0, root = 0;
   bool commutative = false, verify = false;
@@ -589,6 +629,21 @@ int main(int argc, char** argv) {
   cost->add_flag("--json", copt.json, "JSON instead of text");
   cost->add_flag("--commutative", copt.commutative, "instantiate with commutative = true");
 
+  TuneCli tune_cli;
+  CLI::App* tun = app.add_subcommand(
+      "tune", "a selection table for the PMPI library (libbine_pmpi.so): the cheapest schedule per (collective, p, bytes) by the cost model (docs/pmpi.md)");
+  add_common(tun);
+  tun->add_option("--ranks", tune_cli.ranks, "process counts of the table, A..B (default 2..32)");
+  tun->add_option("--bytes-min", tune_cli.opt.bytes_min, "smallest size of the grid in bytes (default 8)");
+  tun->add_option("--bytes-max", tune_cli.opt.bytes_max, "largest size of the grid in bytes (default 16 MiB); sizes are powers of two");
+  tun->add_option("--elem-size", tune_cli.opt.elem_size, "bytes per element (default 4)");
+  tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us)")->required();
+  tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us)")->required();
+  tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us)")->required();
+  tun->add_option("--margin", tune_cli.opt.margin,
+                  "keep the previous size's choice while within this fraction of the cheapest (default 0.05)");
+  tun->add_option("-o,--output", tune_cli.out, "table file (default: stdout)");
+
   TrafficCli tcli;
   CLI::App* trf = app.add_subcommand(
       "traffic", "bytes and messages per link class (intra-node, intra-group, global) of one instance per schedule on a machine (docs/topology.md)");
@@ -639,6 +694,7 @@ int main(int argc, char** argv) {
   }
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
   if (lwr->parsed()) return cmd_lower(common);
+  if (tun->parsed()) return cmd_tune(common, tune_cli);
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
