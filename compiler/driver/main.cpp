@@ -118,6 +118,13 @@ bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::strin
   return true;
 }
 
+/// Loads the input files into `prog`; on bad input prints the diagnostics and returns false.
+bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
+  if (load_program(c.files, prog, diags)) return true;
+  print_diags(diags, c.format);
+  return false;
+}
+
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw) {
   DiagnosticSink diags;
   Program prog;
@@ -127,10 +134,7 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     return 2;
   }
   opt.all_roots_up_to = all_roots_up_to;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (prog.schedules.empty()) {  // located at the start of the first file
     Span start;
@@ -189,10 +193,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     std::cerr << "bine-cc: error: --verify-ranks expects A..B, got '" << ranks << "'\n";
     return 2;
   }
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   std::vector<std::unique_ptr<RankProgram>> lowered;  // what the target reads
   std::vector<const RankProgram*> emit;
   std::vector<ProofSummary> proofs;
@@ -265,10 +266,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
 /// after printing the diagnostics (1: bad input, not applicable or failed instance).
 int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, DiagnosticSink& diags, Schedule& sch,
                   const ScheduleDecl** decl, bool force_commutative = false) {
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (todo.size() != 1) {
     if (!diags.has_errors())
@@ -307,10 +305,7 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
 int cmd_lower(const Common& c) {
   DiagnosticSink diags;
   Program prog;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
     RankProgram rp;
     if (!lower(prog, *s, rp, diags)) continue;
@@ -337,10 +332,7 @@ int cmd_tune(const Common& c, TuneCli t) {
   }
   DiagnosticSink diags;
   Program prog;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const TuneResult res = tune(prog, selected(prog, c.only, diags), t.opt);
   if (diags.has_errors()) {
     print_diags(diags, c.format);
@@ -467,10 +459,7 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   }
   DiagnosticSink diags;
   Program prog;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (diags.has_errors()) {
     print_diags(diags, c.format);

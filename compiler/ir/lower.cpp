@@ -175,32 +175,6 @@ class Lowering {
 
 // ---- the text form ----
 
-const char* op_text(Tok t) {
-  switch (t) {
-    case Tok::plus: return "+";
-    case Tok::minus: return "-";
-    case Tok::star: return "*";
-    case Tok::slash: return "/";
-    case Tok::percent: return "%";
-    case Tok::shl: return "<<";
-    case Tok::shr: return ">>";
-    case Tok::amp: return "&";
-    case Tok::pipe: return "|";
-    case Tok::caret: return "^";
-    case Tok::eq: return "==";
-    case Tok::ne: return "!=";
-    case Tok::lt: return "<";
-    case Tok::le: return "<=";
-    case Tok::gt: return ">";
-    case Tok::ge: return ">=";
-    case Tok::ampamp: return "&&";
-    case Tok::pipepipe: return "||";
-    case Tok::bang: return "!";
-    case Tok::tilde: return "~";
-    default: return "?";
-  }
-}
-
 class Printer {
  public:
   Printer(const RankProgram& rp, std::ostream& os) : rp_(rp), os_(os) {}
@@ -274,8 +248,8 @@ class Printer {
       case ExprKind::integer: return std::to_string(e.value);
       case ExprKind::boolean: return e.value ? "true" : "false";
       case ExprKind::name: return name(e);
-      case ExprKind::unary: return op_text(e.op) + expr(*e.kids[0]);
-      case ExprKind::binary: return "(" + expr(*e.kids[0]) + " " + op_text(e.op) + " " + expr(*e.kids[1]) + ")";
+      case ExprKind::unary: return op_spelling(e.op) + expr(*e.kids[0]);
+      case ExprKind::binary: return "(" + expr(*e.kids[0]) + " " + op_spelling(e.op) + " " + expr(*e.kids[1]) + ")";
       case ExprKind::ternary: return "(" + expr(*e.kids[0]) + " ? " + expr(*e.kids[1]) + " : " + expr(*e.kids[2]) + ")";
       case ExprKind::call: {
         std::string s = e.builtin >= 0 ? e.name : e.fn >= 0 ? "fn#" + std::to_string(e.fn) + ":" + e.name : e.name;

@@ -488,27 +488,6 @@ class Emitter {
     }
   }
 
-  static const char* cop(Tok t) {
-    switch (t) {
-      case Tok::plus: return "+";
-      case Tok::minus: return "-";
-      case Tok::star: return "*";
-      case Tok::amp: return "&";
-      case Tok::pipe: return "|";
-      case Tok::caret: return "^";
-      case Tok::eq: return "==";
-      case Tok::ne: return "!=";
-      case Tok::lt: return "<";
-      case Tok::le: return "<=";
-      case Tok::gt: return ">";
-      case Tok::ge: return ">=";
-      case Tok::ampamp: return "&&";
-      case Tok::pipepipe: return "||";
-      case Tok::bang: return "!";
-      case Tok::tilde: return "~";
-      default: return "?";
-    }
-  }
   std::string expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::integer: return std::to_string(e.value);
@@ -524,7 +503,7 @@ class Emitter {
         }
       case ExprKind::unary:
         if (e.op == Tok::minus) return "bine::neg(" + expr(*e.kids[0]) + ")";
-        return std::string("(") + cop(e.op) + expr(*e.kids[0]) + ")";
+        return std::string("(") + op_spelling(e.op) + expr(*e.kids[0]) + ")";
       case ExprKind::binary: {
         const std::string a = expr(*e.kids[0]), b = expr(*e.kids[1]);
         if (e.kids[0]->type == Type::integer) {
@@ -540,7 +519,7 @@ class Emitter {
             default: break;
           }
         }
-        return "(" + a + " " + cop(e.op) + " " + b + ")";
+        return "(" + a + " " + op_spelling(e.op) + " " + b + ")";
       }
       case ExprKind::ternary:
         return "(" + expr(*e.kids[0]) + " ? " + expr(*e.kids[1]) + " : " + expr(*e.kids[2]) + ")";
