@@ -35,12 +35,12 @@ static int rank, size, failures, cases, refusals;
 static const char* cur = "";
 static int bad_datatype; /* a user operator was called with another datatype than the call's */
 
-#define FAIL(...)                                                     \
-  do {                                                                \
-    fprintf(stderr, "p=%d rank %d: %s: ", size, rank, cur);          \
-    fprintf(stderr, __VA_ARGS__);                                     \
-    fputc('\n', stderr);                                              \
-    ++failures;                                                       \
+#define FAIL(...)                                           \
+  do {                                                      \
+    fprintf(stderr, "p=%d rank %d: %s: ", size, rank, cur); \
+    fprintf(stderr, __VA_ARGS__);                           \
+    fputc('\n', stderr);                                    \
+    ++failures;                                             \
   } while (0)
 
 /* The datatypes. */
@@ -204,8 +204,8 @@ static void base_oracle(int coll, const void* src, void* want, int n, MPI_Dataty
 /* One reduction case on every schedule of `coll`: datatype t (base: its predefined
  * element type when op is predefined and t derived, else MPI_DATATYPE_NULL: the library's
  * collective is the oracle), count n (per block for RSB), in place or not. */
-static void red_case(int coll, const Entry* list, size_t nlist, MPI_Datatype t, MPI_Datatype base, MPI_Op op,
-                     int n, int in_place, int root, const char* tname) {
+static void red_case(int coll, const Entry* list, size_t nlist, MPI_Datatype t, MPI_Datatype base, MPI_Op op, int n,
+                     int in_place, int root, const char* tname) {
   const int commutative_op = op != op_aff;
   const size_t nsend = (size_t)(coll == RSB ? n * size : n);
   const size_t bytes = nsend * (size_t)extent_of(t) + 64;
@@ -273,8 +273,13 @@ static void reductions(void) {
 
 /* ---- bcast ---- */
 static void bcasts(void) {
-  const Type types[] = {{t_vec, "vector"}, {t_idx, "indexed"}, {t_struct, "struct"}, {t_res, "resized"},
-                        {t_int3, "contiguous(3,int)"}, {MPI_DOUBLE_INT, "DOUBLE_INT"}, {t_zero, "zero-size"}};
+  const Type types[] = {{t_vec, "vector"},
+                        {t_idx, "indexed"},
+                        {t_struct, "struct"},
+                        {t_res, "resized"},
+                        {t_int3, "contiguous(3,int)"},
+                        {MPI_DOUBLE_INT, "DOUBLE_INT"},
+                        {t_zero, "zero-size"}};
   const int counts[] = {0, 1, 5};
   const int roots[] = {0, size - 1, size / 2};
   for (size_t i = 0; i < COUNT(kBcast); ++i) {
@@ -405,9 +410,12 @@ static void blocks(void) {
   };
   const int roots[] = {0, size - 1, size / 2};
   for (int coll = 0; coll < 4; ++coll) {
-    const Entry* list = coll == GATHER ? kGather : coll == SCATTER ? kScatter : coll == ALLGATHER ? kAllgather : kAlltoall;
-    const size_t nlist = coll == GATHER    ? COUNT(kGather)
-                         : coll == SCATTER ? COUNT(kScatter)
+    const Entry* list = coll == GATHER      ? kGather
+                        : coll == SCATTER   ? kScatter
+                        : coll == ALLGATHER ? kAllgather
+                                            : kAlltoall;
+    const size_t nlist = coll == GATHER      ? COUNT(kGather)
+                         : coll == SCATTER   ? COUNT(kScatter)
                          : coll == ALLGATHER ? COUNT(kAllgather)
                                              : COUNT(kAlltoall);
     for (size_t i = 0; i < nlist; ++i) {
@@ -449,12 +457,13 @@ static void errors(void) {
                  error_class(lib));
     lib = MPI_Allreduce(b, b, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     expect_error("allreduce: sendbuf == recvbuf", f(b, b, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD), error_class(lib));
-    /* Overlapping, not equal: Open MPI does not check it; MPI forbids it (Sec. 2.6.2). */
+    /* Overlapping, not equal: Open MPI does not check it; MPI forbids it (Sec. 2.3). */
     expect_error("allreduce: overlapping buffers", f(b, b + 2, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect_error("allreduce: NULL recvbuf", f(a, NULL, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect_error("allreduce: NULL sendbuf", f(NULL, b, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect_error("allreduce: count SIZE_MAX", f(a, b, SIZE_MAX, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT);
-    expect_error("allreduce: count SIZE_MAX / 2", f(a, b, SIZE_MAX / 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    expect_error("allreduce: count SIZE_MAX / 2", f(a, b, SIZE_MAX / 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                 MPI_ERR_COUNT);
     expect_error("allreduce: count SIZE_MAX / 8 of a 12-byte extent",
                  f(a, b, SIZE_MAX / 8, t_res, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT);
     lib = MPI_Allreduce(a, b, 1, t_struct, MPI_SUM, MPI_COMM_WORLD);
@@ -496,7 +505,8 @@ static void errors(void) {
                  error_class(MPI_Reduce(a, b, 4, MPI_INT, MPI_SUM, size, MPI_COMM_WORLD)));
     expect_error("reduce: NULL sendbuf", f(NULL, b, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     /* Only the root sees these: on MPI_COMM_SELF. */
-    expect_error("reduce: MPI_IN_PLACE as the root's recvbuf", f(a, MPI_IN_PLACE, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF),
+    expect_error("reduce: MPI_IN_PLACE as the root's recvbuf",
+                 f(a, MPI_IN_PLACE, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF),
                  error_class(MPI_Reduce(a, MPI_IN_PLACE, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF)));
     expect_error("reduce: sendbuf == recvbuf at the root", f(b, b, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF),
                  error_class(MPI_Reduce(b, b, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF)));
@@ -556,7 +566,8 @@ static void errors(void) {
       if (coll == GATHER) {
         expect_error("gather: root p", f(a, 1, MPI_INT, b, 1, MPI_INT, size, MPI_COMM_WORLD),
                      error_class(MPI_Gather(a, 1, MPI_INT, b, 1, MPI_INT, size, MPI_COMM_WORLD)));
-        expect_error("gather: MPI_IN_PLACE as the root's recvbuf", f(a, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_SELF),
+        expect_error("gather: MPI_IN_PLACE as the root's recvbuf",
+                     f(a, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_SELF),
                      error_class(MPI_Gather(a, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_SELF)));
         expect_error("gather: NULL recvbuf at the root", f(a, 1, MPI_INT, NULL, 1, MPI_INT, 0, MPI_COMM_SELF),
                      MPI_ERR_BUFFER);

@@ -38,15 +38,31 @@
 // - Messages: one per op; a block set of several ranges is packed into scratch memory.
 //   Alltoall and the other rank-indexed collectives work on p equal blocks, so a message
 //   carries the k-th sent block into the k-th received block.
-// Errors: every MPI return code is passed back unchanged; a datatype that is not
-// contiguous gives MPI_ERR_TYPE (MPI_ERR_TRUNCATE when send and receive block sizes
-// differ), a non-commutative operator outside the process counts where the verifier
-// proved the schedule order-preserving gives MPI_ERR_OP, a root outside 0..p-1
-// MPI_ERR_ROOT, a failed allocation MPI_ERR_NO_MEM, an unmet `requires`, a non-bijective
-// permute or a built-in domain error MPI_ERR_OTHER. Every error also leaves a sentence on
-// the calling thread, error_text() ("bcc_rt_ring3_allreduce: does not apply at p = 8:
-// requires p % 3 == 0 (fold ring 3)"; MPI's own errors with MPI_Error_string), which the
-// generated header exports as <prefix>last_error(); a successful call clears it.
+// - Datatypes (docs/conformance.md): a contiguous datatype is worked on in place; any
+//   other (vector, indexed, struct, resized, MPI_DOUBLE_INT, ...) is packed with MPI_Pack
+//   into internal memory at the start (elements of MPI_Type_size bytes, moved as a
+//   contiguous byte type) and unpacked with MPI_Unpack into the user's buffer at the end,
+//   so only the bytes of the type map are written. The rank-indexed collectives move
+//   blocks as bytes, so send and receive types (and root and non-root types) may differ
+//   where their signatures have the same size. Local reductions: a user operator gets the
+//   user's datatype (on unpacked copies when it is not contiguous); a predefined operator
+//   on a derived type of one predefined type T works element-wise on the T's of the type
+//   map (MPI_Reduce_local on T). A datatype of size 0 makes the call a no-op.
+// Errors: every MPI return code is passed back unchanged. Argument errors are checked on
+// entry, before any user buffer is read or written, and return an error code of MPI's
+// class whose MPI_Error_string explains it ("bine: ...", error_code()): MPI_ERR_BUFFER
+// (a NULL buffer with data to access; MPI_IN_PLACE as allreduce's recvbuf; aliased send
+// and receive buffers), MPI_ERR_ARG (MPI_IN_PLACE where MPI does not define it, aliasing
+// at the root of reduce: Open MPI's classes), MPI_ERR_COUNT (count x extent beyond
+// PTRDIFF_MAX), MPI_ERR_ROOT (root outside 0..p-1), MPI_ERR_TYPE (an invalid datatype),
+// MPI_ERR_TRUNCATE (send and receive block sizes differ), MPI_ERR_OP (a predefined
+// operator on a datatype that mixes element types; a non-commutative operator outside
+// the process counts where the verifier proved the schedule order-preserving). A failed
+// allocation gives MPI_ERR_NO_MEM, an unmet `requires`, a non-bijective permute or a
+// built-in domain error MPI_ERR_OTHER. Every error also leaves a sentence on the calling
+// thread, error_text() ("bcc_rt_ring3_allreduce: does not apply at p = 8: requires p % 3
+// == 0 (fold ring 3)"; MPI's own errors with MPI_Error_string), which the generated
+// header exports as <prefix>last_error(); a successful call clears it.
 #pragma once
 #include <mpi.h>
 
@@ -1037,8 +1053,9 @@ class BasicContext {
     lo = uintptr_t(buf) + uintptr_t(s.true_lb);
     hi = lo + uintptr_t(count - 1) * uintptr_t(s.extent) + uintptr_t(s.true_extent);
   }
-  /// Aliasing without MPI_IN_PLACE (MPI 3.1 Sec. 2.6.2): the same address, or, for two
-  /// contiguous types, overlapping byte ranges; `cls` is the class Open MPI uses for it.
+  /// Aliasing without MPI_IN_PLACE (MPI 3.1 Sec. 2.3: OUT arguments do not alias): the
+  /// same address, or, for two contiguous types, overlapping byte ranges; `cls` is the
+  /// class Open MPI uses for it.
   int check_alias(const void* a, uint64_t na, const TypeShape& sa, const void* b, uint64_t nb, const TypeShape& sb,
                   int cls) const {
     if (na == 0 || nb == 0 || sa.size == 0 || sb.size == 0) return MPI_SUCCESS;
@@ -1076,7 +1093,7 @@ class BasicContext {
 
   /// The common start of the collectives over one vector (allreduce, reduce, bcast,
   /// reduce_scatter): communicator, root, datatype, count. A datatype of size 0 makes the
-  /// call a no-op (count_ = 0, MPI 3.1 Sec. 5.1); a non-contiguous one is worked on packed
+  /// call a no-op (count_ = 0: no data to move); a non-contiguous one is worked on packed
   /// (packed_: elements of type-size bytes, moved as a contiguous byte type).
   int begin(void* buf, size_t count, MPI_Datatype datatype, MPI_Comm comm, int root) {
     buf_ = buf;
