@@ -150,7 +150,8 @@ void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t 
   if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   check_error_text(e.name, rc, "");  // success clears the text
-  if (n > 0 && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0) fail(tag + ": result differs from MPI_Allreduce");
+  if (n > 0 && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0)
+    fail(tag + ": result differs from MPI_Allreduce");
   if (!in_place && send != send_copy) fail(tag + ": send buffer modified");
 }
 

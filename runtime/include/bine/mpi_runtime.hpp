@@ -66,12 +66,12 @@
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdarg>
-#include <cstdio>
-#include <atomic>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -210,8 +210,6 @@ inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, co
   return MPI_SUCCESS;
 }
 
-
-
 /// Testing hook: when set, called with the working buffer (base, element bytes, elements)
 /// once a call has set it up, so a PMPI tracer can express offsets in its elements.
 inline void (*&working_buffer_hook())(const void*, uint64_t, uint64_t) {
@@ -326,9 +324,9 @@ struct PlanKey {
   int64_t segment_env;  ///< BINE_SEGMENT_BYTES, -1 when unset
   bool packed;          ///< the working buffer holds a non-contiguous datatype packed
   friend bool operator==(const PlanKey& a, const PlanKey& b) {
-    return a.packed == b.packed && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root && a.count == b.count &&
-           a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems && a.commutative == b.commutative &&
-           a.segment_env == b.segment_env;
+    return a.packed == b.packed && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root &&
+           a.count == b.count && a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems &&
+           a.commutative == b.commutative && a.segment_env == b.segment_env;
   }
 };
 /// The plans of one generated function on one thread (a function-local thread_local):
@@ -467,8 +465,7 @@ class BasicContext {
     } else if (sendbuf == MPI_IN_PLACE) {
       return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
     }
-    if (sendbuf != MPI_IN_PLACE && (rc = check_buffer(sendbuf, count, shape_, "send buffer")) != MPI_SUCCESS)
-      return rc;
+    if (sendbuf != MPI_IN_PLACE && (rc = check_buffer(sendbuf, count, shape_, "send buffer")) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (packed_) {
       if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
@@ -709,7 +706,8 @@ class BasicContext {
   /// call is not finished().
   int plan(PlanCache& function_cache) {
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
-    const PlanKey k{int(kind_), size_, rank_, root_, count_, elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
+    const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
+                    elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
       if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
@@ -748,7 +746,8 @@ class BasicContext {
                   block_elems_ * elem_bytes_);
     if (unpack_to_ && unpack_count_ > 0) {
       const char* home = static_cast<const char*>(vec_out_ ? vec_out_ : buf_);
-      const int rc = unpack_elements(home + unpack_from_, unpack_count_, unpack_type_, unpack_shape_, unpack_to_, comm_);
+      const int rc =
+          unpack_elements(home + unpack_from_, unpack_count_, unpack_type_, unpack_shape_, unpack_to_, comm_);
       if (rc != MPI_SUCCESS) return rc;
     }
     return fail_domain();
@@ -1045,8 +1044,8 @@ class BasicContext {
   /// accessed from address true_lb <= 0 (a type of absolute addresses has true_lb > 0).
   int check_buffer(const void* buf, uint64_t count, const TypeShape& s, const char* what) const {
     if (buf != nullptr || count == 0 || s.size == 0 || s.true_lb > 0) return MPI_SUCCESS;
-    return fail(error_code(MPI_ERR_BUFFER, kNullBuffer), "the %s is NULL with %llu elements of %d bytes to access", what,
-                (unsigned long long)count, s.size);
+    return fail(error_code(MPI_ERR_BUFFER, kNullBuffer), "the %s is NULL with %llu elements of %d bytes to access",
+                what, (unsigned long long)count, s.size);
   }
   /// The bytes [lo, hi) that `count` elements of shape `s` at `buf` span (true extent).
   static void span(const void* buf, uint64_t count, const TypeShape& s, uintptr_t& lo, uintptr_t& hi) {
@@ -1079,8 +1078,9 @@ class BasicContext {
     uint64_t n = 0, bytes = 0;
     if (__builtin_mul_overflow(count, blocks, &n) || __builtin_mul_overflow(n, unit, &bytes) ||
         bytes > uint64_t(PTRDIFF_MAX))
-      return fail(error_code(MPI_ERR_COUNT, kCount), "count %llu x %llu blocks of %llu bytes overflows the address space",
-                  (unsigned long long)count, (unsigned long long)blocks, (unsigned long long)unit);
+      return fail(error_code(MPI_ERR_COUNT, kCount),
+                  "count %llu x %llu blocks of %llu bytes overflows the address space", (unsigned long long)count,
+                  (unsigned long long)blocks, (unsigned long long)unit);
     return MPI_SUCCESS;
   }
   /// The shape of `type`, or MPI_ERR_TYPE.
@@ -1105,8 +1105,7 @@ class BasicContext {
     if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
     size_ = size;
     rank_ = rank;
-    if (root < 0 || root >= size)
-      return fail(error_code(MPI_ERR_ROOT, kRoot), "root %d outside 0..%d", root, size - 1);
+    if (root < 0 || root >= size) return fail(error_code(MPI_ERR_ROOT, kRoot), "root %d outside 0..%d", root, size - 1);
     root_ = root;
     if ((rc = shape_of(datatype, shape_)) != MPI_SUCCESS) return rc;
     if ((rc = check_count(count, shape_, 1)) != MPI_SUCCESS) return rc;
@@ -1167,7 +1166,8 @@ class BasicContext {
     if ((rc = shape_of(type, s)) != MPI_SUCCESS) return rc;
     if ((rc = check_count(count, s, uint64_t(size_))) != MPI_SUCCESS) return rc;
     if (uint64_t(count) * uint64_t(s.size) != block_elems_)
-      return fail(error_code(MPI_ERR_TRUNCATE, kTruncate), "send and receive blocks differ in size (%llu vs %llu bytes)",
+      return fail(error_code(MPI_ERR_TRUNCATE, kTruncate),
+                  "send and receive blocks differ in size (%llu vs %llu bytes)",
                   (unsigned long long)(uint64_t(count) * uint64_t(s.size)), (unsigned long long)block_elems_);
     return MPI_SUCCESS;
   }
@@ -1484,19 +1484,19 @@ class BasicContext {
   void* vec_out_ = nullptr;      ///< the vector's home when working in ext_: copied back by finish()
   int64_t scratch_buffers_ = 0;  ///< K
   uint64_t count_ = 0, elem_bytes_ = 1;
-  MPI_Datatype datatype_ = MPI_DATATYPE_NULL;  ///< the element type messages use (packed_type_ in packed mode)
-  MPI_Datatype user_type_ = MPI_DATATYPE_NULL; ///< the collective's datatype, as the user gave it
-  TypeShape shape_;                            ///< user_type_'s layout
-  bool packed_ = false;              ///< non-contiguous user_type_: the working buffer holds it packed
+  MPI_Datatype datatype_ = MPI_DATATYPE_NULL;     ///< the element type messages use (packed_type_ in packed mode)
+  MPI_Datatype user_type_ = MPI_DATATYPE_NULL;    ///< the collective's datatype, as the user gave it
+  TypeShape shape_;                               ///< user_type_'s layout
+  bool packed_ = false;                           ///< non-contiguous user_type_: the working buffer holds it packed
   MPI_Datatype packed_type_ = MPI_DATATYPE_NULL;  ///< MPI_Type_contiguous(size, MPI_BYTE), freed at the end
-  void* unpack_to_ = nullptr;        ///< set_unpack(): where copy_out() unpacks to
+  void* unpack_to_ = nullptr;                     ///< set_unpack(): where copy_out() unpacks to
   uint64_t unpack_from_ = 0, unpack_count_ = 0;
   MPI_Datatype unpack_type_ = MPI_DATATYPE_NULL;
   TypeShape unpack_shape_;
   MPI_Datatype red_type_ = MPI_DATATYPE_NULL;  ///< the type local reductions use (check_op())
-  uint64_t red_k_ = 1;               ///< red_type_ elements per working-buffer element
+  uint64_t red_k_ = 1;                         ///< red_type_ elements per working-buffer element
   TypeShape red_shape_;
-  bool via_transport_ = true;        ///< reductions through transport_.reduce_local
+  bool via_transport_ = true;  ///< reductions through transport_.reduce_local
   MPI_Op op_ = MPI_OP_NULL;
   bool commutative_ = true;      ///< the operator's, from check_op()
   MPI_Comm comm_ = MPI_COMM_NULL;
