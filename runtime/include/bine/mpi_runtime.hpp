@@ -1230,16 +1230,17 @@ class BasicContext {
     // 5.9.2; Open MPI itself refuses them on derived types).
     red_type_ = user_type_;
     red_k_ = 1;
+    red_shape_ = shape_;
     if (builtin_op(op_) && count_ > 0) {
-      const MPI_Datatype b = base_type(user_type_);
+      const MPI_Datatype b = base_type(user_type_);  // one MPI_Type_get_envelope for a predefined type
       if (b == MPI_DATATYPE_NULL) return arg_error(MPI_ERR_OP, kOpType);
       int bsize = 0;
       if (b != user_type_ && MPI_Type_size(b, &bsize) == MPI_SUCCESS && bsize > 0 && shape_.size % bsize == 0) {
         red_type_ = b;
         red_k_ = uint64_t(shape_.size / bsize);
+        if (const int trc = type_shape(red_type_, red_shape_); trc != MPI_SUCCESS) return trc;
       }
     }
-    if (const int trc = type_shape(red_type_, red_shape_); trc != MPI_SUCCESS) return trc;
     via_transport_ = !packed_ && red_type_ == user_type_;
     return MPI_SUCCESS;
   }
