@@ -95,6 +95,15 @@ try:
           r2.returncode == 0 and all(read(os.path.join(work, s)) == once[s] for s in samples)
           and "0 calls rewritten" in r2.stderr, r2.stderr)
 
+    # A source that already includes the header: its calls are rewritten, no second include.
+    pre = os.path.join(tmp, "pre")
+    os.makedirs(pre)
+    with open(os.path.join(pre, "app.c"), "w") as f:
+        f.write('#include "bine_lib.h"\n' + originals["app.c"])
+    r = run([bine_cc, "rewrite", "--dry-run"] + choices + ["app.c", "--"] + mpi_flags + ["-I", gen_dir], cwd=pre)
+    check("a source that includes the header already gets no second include",
+          r.returncode == 0 and "+  bcc_bine_bcast_lat(" in r.stdout and "bine_lib.h" not in r.stdout, r.stdout + r.stderr)
+
     # 3. Build both versions, run both, compare.
     # MPI's headers as system headers (as CMake's MPI::MPI_CXX gives them): Open MPI's C++
     # bindings do not build with -Wextra -Werror. GCC ignores the wrappers' -I for these.
