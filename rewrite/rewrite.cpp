@@ -101,10 +101,11 @@ const Collective* collective_named(llvm::StringRef name) {
 
 /// A path as shown in notes and diffs: relative to the working directory when under it (the
 /// tool sees absolute paths), so that the output does not depend on where the checkout lives.
+/// (The working directory at start: ClangTool enters each compile command's directory.)
+std::string start_dir;
 std::string shown(const std::string& path) {
-  llvm::SmallString<256> cwd;
-  if (llvm::sys::fs::current_path(cwd)) return path;
-  const std::string prefix = std::string(cwd) + "/";
+  if (start_dir.empty()) return path;
+  const std::string prefix = start_dir + "/";
   return llvm::StringRef(path).startswith(prefix) ? path.substr(prefix.size()) : path;
 }
 
@@ -186,7 +187,11 @@ class Visitor : public RecursiveASTVisitor<Visitor> {
   void note(SourceLocation loc, const std::string& why) {
     if (!ours(loc)) return;
     const PresumedLoc p = sm_.getPresumedLoc(sm_.getFileLoc(loc));
-    std::string n = shown(p.getFilename()) + ":" + std::to_string(p.getLine()) + ":" + std::to_string(p.getColumn()) +
+    // The name as the compile command gives it may be relative to the command's directory.
+    llvm::SmallString<256> file(p.getFilename());
+    sm_.getFileManager().getVirtualFileSystem().makeAbsolute(file);
+    llvm::sys::path::remove_dots(file, /*remove_dot_dot=*/true);
+    std::string n = shown(std::string(file)) + ":" + std::to_string(p.getLine()) + ":" + std::to_string(p.getColumn()) +
                     ": note: " + why;
     // A header parsed with several sources reports its sites once.
     if (!noted.insert(n).second) return;
@@ -307,7 +312,11 @@ class Action : public ASTFrontendAction {
     if (getCompilerInstance().getDiagnostics().hasErrorOccurred()) return;
     SourceManager& sm = rw_.getSourceMgr();
     const FileID main = sm.getMainFileID();
-    const std::string file = sm.getFileEntryForID(main)->getName().str();
+    // Absolute: the compile command's file may be relative to its directory.
+    llvm::SmallString<256> abs(sm.getFileEntryForID(main)->getName());
+    sm.getFileManager().getVirtualFileSystem().makeAbsolute(abs);
+    llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
+    const std::string file(abs);
     Result r;
     r.before = sm.getBufferData(main).str();
     r.rewritten = consumer_ ? consumer_->rewritten : 0;
@@ -355,6 +364,8 @@ int print_diff(const std::string& file, const Result& r) {
 }  // namespace
 
 int main(int argc, const char** argv) {
+  llvm::SmallString<256> cwd;
+  if (!llvm::sys::fs::current_path(cwd)) start_dir = std::string(cwd);
   cl::extrahelp more(
       "\nRewrites direct calls of the chosen MPI collectives to generated functions (bine-cc compile --target mpi)\n"
       "and adds #include \"<header>\"; sites it leaves alone are reported as notes. docs/rewrite.md.\n"
@@ -385,8 +396,10 @@ int main(int argc, const char** argv) {
     return 2;
   }
   tooling::ClangTool tool(parser->getCompilations(), parser->getSourcePathList());
-  tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster("-resource-dir=" BINE_CLANG_RESOURCE_DIR,
-                                                                  tooling::ArgumentInsertPosition::END));
+  // Warnings are not the rewriter's business: -Werror in the build's flags (and warnings
+  // clang gives where the build's compiler does not) must not stop a rewrite.
+  tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-resource-dir=" BINE_CLANG_RESOURCE_DIR, "-w", "-Wno-error"}, tooling::ArgumentInsertPosition::END));
   const int rc = tool.run(tooling::newFrontendActionFactory<Action>().get());
   // Notes in source order, sources in the order given.
   for (const std::string& n : notes) llvm::errs() << n << "\n";

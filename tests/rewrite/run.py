@@ -71,7 +71,8 @@ try:
         for s in samples:
             shutil.copy(os.path.join(samples_dir, s), d)
             cc = "cc" if s.endswith(".c") else "c++"
-            cmds.append({"directory": d, "file": s, "arguments": [cc] + mpi_flags + ["-I", gen_dir, "-c", s, "-o", s + ".o"]})
+            cmds.append({"directory": d, "file": s, "arguments": [cc] + mpi_flags + ["-I", gen_dir, "-Wall", "-Wextra", "-Werror", "-c", s,
+                                                                       "-o", s + ".o"]})
         with open(os.path.join(d, "compile_commands.json"), "w") as f:
             json.dump(cmds, f)
         return d
@@ -86,10 +87,19 @@ try:
     check("in-place files equal the originals with the golden diff applied", d == golden_diff, d)
     once = {s: read(os.path.join(work, s)) for s in samples}
     work2, outdir = workdir("work2"), os.path.join(tmp, "out")
-    r = run([bine_cc, "rewrite", "-p", work2, "-o", outdir] + choices + [os.path.join(work2, s) for s in samples])
+    r = run([bine_cc, "rewrite", "-p", work2, "-o", outdir] + choices + [os.path.join(work2, s) for s in samples],
+            cwd=tmp)
     check("-o DIR writes the same files as in place, the sources untouched",
           r.returncode == 0 and all(read(os.path.join(outdir, s)) == once[s] for s in samples)
           and all(read(os.path.join(work2, s)) == originals[s] for s in samples), r.stderr)
+    check("notes name files relative to the working directory, not the compile directory",
+          r.stderr.startswith("work2/app.c:17:57: note:"), r.stderr)
+    # In place, started outside the compile directory (the database names files relative to it).
+    work3 = workdir("work3")
+    r = run([bine_cc, "rewrite", "-p", work3] + choices + [os.path.join(work3, s) for s in samples], cwd=tmp)
+    check("in place from another directory writes the sources of the database",
+          r.returncode == 0 and all(read(os.path.join(work3, s)) == once[s] for s in samples)
+          and not os.path.exists(os.path.join(tmp, "app.c")), r.stderr)
     r2 = run([bine_cc, "rewrite", "-p", work] + choices + [os.path.join(work, s) for s in samples], cwd=work)
     check("a second rewrite changes nothing",
           r2.returncode == 0 and all(read(os.path.join(work, s)) == once[s] for s in samples)
@@ -103,6 +113,14 @@ try:
     r = run([bine_cc, "rewrite", "--dry-run"] + choices + ["app.c", "--"] + mpi_flags + ["-I", gen_dir], cwd=pre)
     check("a source that includes the header already gets no second include",
           r.returncode == 0 and "+  bcc_bine_bcast_lat(" in r.stdout and "bine_lib.h" not in r.stdout, r.stdout + r.stderr)
+
+    # Warnings (an unused variable under the build's -Werror) do not stop a rewrite.
+    with open(os.path.join(pre, "warn.c"), "w") as f:
+        f.write("#include <mpi.h>\nint f(int* v) {\n  int unused;\n  return MPI_Bcast(v, 1, MPI_INT, 0, MPI_COMM_WORLD);\n}\n")
+    r = run([bine_cc, "rewrite", "--dry-run", "--bcast", "bcc_bine_bcast_lat", "warn.c", "--"] + mpi_flags +
+            ["-Wall", "-Werror"], cwd=pre)
+    check("-Werror and a warning in the source do not stop the rewrite",
+          r.returncode == 0 and "+  return bcc_bine_bcast_lat(v," in r.stdout, r.stdout + r.stderr)
 
     # 3. Build both versions, run both, compare.
     # MPI's headers as system headers (as CMake's MPI::MPI_CXX gives them): Open MPI's C++
