@@ -73,6 +73,7 @@ try:
             cc = "cc" if s.endswith(".c") else "c++"
             cmds.append({"directory": d, "file": s, "arguments": [cc] + mpi_flags + ["-I", gen_dir, "-Wall", "-Wextra", "-Werror", "-c", s,
                                                                        "-o", s + ".o"]})
+        shutil.copy(os.path.join(samples_dir, "helpers.h"), d)
         with open(os.path.join(d, "compile_commands.json"), "w") as f:
             json.dump(cmds, f)
         return d
@@ -93,7 +94,7 @@ try:
           r.returncode == 0 and all(read(os.path.join(outdir, s)) == once[s] for s in samples)
           and all(read(os.path.join(work2, s)) == originals[s] for s in samples), r.stderr)
     check("notes name files relative to the working directory, not the compile directory",
-          r.stderr.startswith("work2/app.c:17:57: note:"), r.stderr)
+          r.stderr.startswith("work2/helpers.h:5:56: note:") and "\nwork2/app.c:19:57: note:" in r.stderr, r.stderr)
     # In place, started outside the compile directory (the database names files relative to it).
     work3 = workdir("work3")
     r = run([bine_cc, "rewrite", "-p", work3] + choices + [os.path.join(work3, s) for s in samples], cwd=tmp)
@@ -108,6 +109,7 @@ try:
     # A source that already includes the header: its calls are rewritten, no second include.
     pre = os.path.join(tmp, "pre")
     os.makedirs(pre)
+    shutil.copy(os.path.join(samples_dir, "helpers.h"), pre)
     with open(os.path.join(pre, "app.c"), "w") as f:
         f.write('#include "bine_lib.h"\n' + originals["app.c"])
     r = run([bine_cc, "rewrite", "--dry-run"] + choices + ["app.c", "--"] + mpi_flags + ["-I", gen_dir], cwd=pre)

@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include "helpers.h"
+
 #define ALLREDUCE_SUM(buf, n) MPI_Allreduce(MPI_IN_PLACE, (buf), (n), MPI_LONG, MPI_SUM, MPI_COMM_WORLD)
 #define CHECK(call)                                  \
   do {                                               \
@@ -75,12 +77,15 @@ int main(int argc, char** argv) {
   int pr[2] = {rank, rank};
   MPI_Bcast(pr, 1, pair, 0, MPI_COMM_WORLD);
   MPI_Type_free(&pair);
+  /* Left alone: the call in helpers.h. */
+  int h = rank == 2 ? 11 : 0;
+  bcast_int(&h, 2);
   /* Left alone: no generated function chosen for alltoall. */
   int to[64], from[64];
   for (int i = 0; i < size; ++i) to[i] = rank * 100 + i;
   MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, MPI_COMM_WORLD);
-  len += snprintf(line + len, sizeof line - len, " macro %ld %ld %d pointer %d op %d type %d alltoall %d", m[0], m[1],
-                  w, f, mx, pr[0], from[size - 1]);
+  len += snprintf(line + len, sizeof line - len, " macro %ld %ld %d pointer %d op %d type %d header %d alltoall %d", m[0],
+                  m[1], w, f, mx, pr[0], h, from[size - 1]);
 
   if (rank == 0) {
     printf("%s\n", line);
