@@ -1,9 +1,12 @@
 // bine-cc: the command line. Thin: every command is a library call (check.h, instantiate.h,
 // emit_mpi.h) that the tests also use.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iostream>
+#include <unistd.h>
 
 #include "check.h"
 #include "cost.h"
@@ -508,16 +511,42 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   return diags.has_errors() ? 1 : 0;
 }
 
+/// `bine-cc rewrite ARGS`: execs bine-cc-rewrite (the Clang libTooling rewriter, built only
+/// when Clang 14's development files are found, docs/rewrite.md) from bine-cc's own
+/// directory, so that bine-cc does not link libclang. Returns only on failure.
+int exec_rewrite(int argc, char** argv) {
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = ".";
+  if (n > 0) {
+    self.resize(size_t(n));
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) dir = self.substr(0, slash);
+  }
+  const std::string tool = dir + "/bine-cc-rewrite";
+  std::vector<char*> args;
+  args.push_back(const_cast<char*>(tool.c_str()));
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(tool.c_str(), args.data());
+  std::cerr << "bine-cc: error: rewrite needs " << tool << " (" << std::strerror(errno)
+            << "); it is built when Clang 14's development files are installed (Debian: libclang-14-dev "
+               "libclang-cpp14-dev; docs/rewrite.md)\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "rewrite") return exec_rewrite(argc, argv);
   CLI::App app{
       "bine-cc: write collective-communication schedules once, prove them, and generate MPI code.\n\n"
       "Typical use:\n"
       "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
       "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat -p 8\n"
       "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n"
-      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n",
+      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n"
+      "  bine-cc rewrite -p build --allreduce bcc_bine_allreduce_lat app.c   calls to generated ones (rewrite.md)\n",
       "bine-cc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("bine-cc ") + BINE_CC_VERSION);
@@ -661,7 +690,7 @@ int main(int argc, char** argv) {
     known |= argc > 1 && sc->get_name() == argv[1];
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+    std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ", rewrite)\n";
     return 2;
   }
   CLI11_PARSE(app, argc, argv);
