@@ -413,7 +413,7 @@ class Emitter {
         return;
       }
       case StmtKind::if_: {
-        o << ind << "if (" << expr(*s.a) << ") {\n";
+        o << ind << "if (" << condition(*s.a) << ") {\n";
         block(s.body, ind + "  ");
         if (!s.else_body.empty()) {
           o << ind << "} else {\n";
@@ -488,6 +488,14 @@ class Emitter {
     }
   }
 
+  /// An `if` condition: a comparison without the parentheses expr() puts around every
+  /// binary expression (clang's -Wparentheses-equality warns on `if ((a == b))`).
+  std::string condition(const Expr& e) {
+    std::string c = expr(e);
+    if (e.kind == ExprKind::binary && e.kids[0]->type != Type::set && c.size() > 2 && c.front() == '(' && c.back() == ')')
+      c = c.substr(1, c.size() - 2);
+    return c;
+  }
   std::string expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::integer: return std::to_string(e.value);
