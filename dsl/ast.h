@@ -77,6 +77,9 @@ struct Stmt {
   };
   std::vector<Override> overrides;
   bool in_fn = false;        ///< a statement of a fn body: `slot` indexes the fn's frame
+  // lowered (compiler/ir/lower.h), in RankProgram copies only
+  int use = -1;              ///< use: index in RankProgram::uses
+  bool at_end = false;       ///< the statement ends the top-level body (through inlined uses)
 };
 
 struct FnDecl {

@@ -9,6 +9,32 @@
 
 namespace bine {
 
+const char* op_spelling(Tok t) {
+  switch (t) {
+    case Tok::plus: return "+";
+    case Tok::minus: return "-";
+    case Tok::star: return "*";
+    case Tok::slash: return "/";
+    case Tok::percent: return "%";
+    case Tok::shl: return "<<";
+    case Tok::shr: return ">>";
+    case Tok::amp: return "&";
+    case Tok::pipe: return "|";
+    case Tok::caret: return "^";
+    case Tok::eq: return "==";
+    case Tok::ne: return "!=";
+    case Tok::lt: return "<";
+    case Tok::le: return "<=";
+    case Tok::gt: return ">";
+    case Tok::ge: return ">=";
+    case Tok::ampamp: return "&&";
+    case Tok::pipepipe: return "||";
+    case Tok::bang: return "!";
+    case Tok::tilde: return "~";
+    default: return "?";
+  }
+}
+
 const char* tok_name(Tok t) {
   switch (t) {
     case Tok::eof: return "end of file";

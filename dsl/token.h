@@ -23,6 +23,9 @@ enum class Tok {
 
 /// Spelling of a token kind for messages ("'{'", "identifier", ...).
 const char* tok_name(Tok t);
+/// The source spelling of an operator token, unquoted ("+", "<<", "&&", "!"); "?" for a
+/// token that is not a unary or binary operator. The same in the language and in C/C++.
+const char* op_spelling(Tok t);
 
 struct Token {
   Tok kind = Tok::eof;

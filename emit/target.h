@@ -1,6 +1,7 @@
 // Code generators ("targets") behind one interface, and their registry (docs/targets.md).
 //
-// A target turns verified schedules (Program IR + what the verifier proved) into files that
+// A target turns verified schedules (their lowered RankPrograms, compiler/ir/lower.h, + what
+// the verifier proved) into files that
 // an application builds against a runtime of the target's own. It states what it supports:
 // a schedule it cannot lower is a diagnostic from the driver, never silently emitted.
 // Adding a target = a folder emit/<name>/ with the same file set as emit/mpi/ and one line
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "lower.h"
 #include "proof.h"
 
 namespace bine {
@@ -55,14 +57,15 @@ class Target {
   virtual const char* summary() const = 0;
   /// What the target can lower (unsupported() checks schedules against it).
   virtual const TargetFeatures& features() const = 0;
-  /// The files for `schedules` (all supported, verified; `proofs` parallel to them).
-  virtual std::vector<EmittedFile> emit(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
+  /// The files for the lowered `programs` (all supported, verified; `proofs` parallel to
+  /// them). The RankProgram is a target's only view of a schedule.
+  virtual std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs,
                                         const std::vector<ProofSummary>& proofs, const EmitOptions& options) const = 0;
 };
 
 /// Empty when `target` can lower `s`; otherwise the first unsupported collective or feature,
 /// as a phrase ("allreduce schedules", "'fold 3-2'", "'permute' (in composed schedule x)").
-std::string unsupported(const Target& target, const Program& program, const ScheduleDecl& s);
+std::string unsupported(const Target& target, const RankProgram& rp);
 
 /// Every target, in `--help` order.
 const std::vector<const Target*>& targets();

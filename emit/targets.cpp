@@ -35,53 +35,43 @@ bool valid_prefix(const std::string& prefix) {
 
 namespace {
 
-/// The first statement kind of `b` (nested blocks included) the features lack, or empty.
-std::string unsupported_stmt(const Block& b, const TargetFeatures& f) {
+/// The first statement kind of `b` (nested blocks and inlined uses included) the features
+/// lack, or empty; inside an inlined use, named with " (in composed schedule NAME)".
+std::string unsupported_stmt(const RankProgram& rp, const Block& b, const TargetFeatures& f) {
   for (const StmtPtr& st : b) {
     if (st->kind == StmtKind::permute && !f.permute) return "'permute'";
     if (st->kind == StmtKind::local && !f.scratch) return "local 'reduce'/'copy'";
     if (st->kind == StmtKind::use && !f.composition) return "composition ('phase " + st->name + " = ...')";
-    std::string inner = unsupported_stmt(st->body, f);
-    if (inner.empty()) inner = unsupported_stmt(st->else_body, f);
-    if (!inner.empty()) return inner;
-  }
-  return "";
-}
-
-std::string unsupported_decl(const Program& program, const ScheduleDecl& s, const TargetFeatures& f, bool top,
-                             int depth) {
-  if (top && std::find(f.collectives.begin(), f.collectives.end(), s.collective) == f.collectives.end())
-    return std::string(collective_name(s.collective)) + " schedules";
-  if (top) {  // a composed schedule's fold is not applied (the caller's governs)
-    if (s.fold == FoldKind::ring && !f.fold_ring) return "'fold ring " + std::to_string(s.fold_ring) + "'";
-    if (s.fold == FoldKind::three_two && !f.fold_three_two) return "'fold 3-2'";
-    if (s.fold == FoldKind::two_one && !f.fold_two_one) return "'fold'";
-  }
-  if (s.scratch && !f.scratch) return "'scratch'";
-  if (s.segment && !f.segment) return "'segment'";
-  std::string why = unsupported_stmt(s.body, f);
-  if (!why.empty()) return why;
-  if (depth > 64) return "";  // sema rejects recursive composition; this only bounds the walk
-  std::vector<const Block*> work{&s.body};
-  while (!work.empty()) {
-    const Block* b = work.back();
-    work.pop_back();
-    for (const StmtPtr& st : *b) {
-      work.push_back(&st->body);
-      work.push_back(&st->else_body);
-      if (st->kind != StmtKind::use || st->target < 0) continue;
-      const ScheduleDecl& t = program.schedules[size_t(st->target)];
-      why = unsupported_decl(program, t, f, false, depth + 1);
-      if (!why.empty()) return why + " (in composed schedule " + t.name + ")";
+    std::string inner;
+    if (st->kind == StmtKind::use && st->use >= 0) {
+      const InlinedUse& u = rp.uses[size_t(st->use)];
+      if (u.scratch && !f.scratch) inner = "'scratch'";
+      else if (u.segment && !f.segment) inner = "'segment'";
+      else inner = unsupported_stmt(rp, st->body, f);
+      if (!inner.empty()) return inner + " (in composed schedule " + u.schedule->name + ")";
+      continue;
     }
+    inner = unsupported_stmt(rp, st->body, f);
+    if (inner.empty()) inner = unsupported_stmt(rp, st->else_body, f);
+    if (!inner.empty()) return inner;
   }
   return "";
 }
 
 }  // namespace
 
-std::string unsupported(const Target& target, const Program& program, const ScheduleDecl& s) {
-  return unsupported_decl(program, s, target.features(), true, 0);
+std::string unsupported(const Target& target, const RankProgram& rp) {
+  const TargetFeatures& f = target.features();
+  if (std::find(f.collectives.begin(), f.collectives.end(), rp.collective) == f.collectives.end())
+    return std::string(collective_name(rp.collective)) + " schedules";
+  // A composed schedule's fold is not applied (the caller's governs): the lowered program
+  // has one fold.
+  if (rp.fold == FoldKind::ring && !f.fold_ring) return "'fold ring " + std::to_string(rp.fold_ring) + "'";
+  if (rp.fold == FoldKind::three_two && !f.fold_three_two) return "'fold 3-2'";
+  if (rp.fold == FoldKind::two_one && !f.fold_two_one) return "'fold'";
+  if (rp.scratch && !f.scratch) return "'scratch'";
+  if (rp.segment && !f.segment) return "'segment'";
+  return unsupported_stmt(rp, rp.body, f);
 }
 
 }  // namespace bine

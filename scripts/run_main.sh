@@ -13,3 +13,18 @@ cmake --build build --target allreduce_bcast >/dev/null
 echo "== mpirun -np 8 build/allreduce_bcast"
 args=(--oversubscribe); [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 mpirun "${args[@]}" -np 8 build/allreduce_bcast
+# The drop-in: an unmodified MPI program (a CG-like loop plus every intercepted collective)
+# with and without LD_PRELOAD=libbine_pmpi.so; the checksums must agree, and the Finalize
+# report shows which calls bine schedules served (docs/pmpi.md).
+cmake --build build --target bine_pmpi pmpi_dropin_app >/dev/null
+echo "== mpirun -np 8 build/pmpi/pmpi_dropin_app (plain MPI, then LD_PRELOAD=build/pmpi/libbine_pmpi.so)"
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpirun "${args[@]}" -np 8 build/pmpi/pmpi_dropin_app >build/dropin_plain.txt
+mpirun "${args[@]}" -np 8 -x LD_PRELOAD="$PWD/build/pmpi/libbine_pmpi.so" -x BINE_PMPI_REPORT=1 \
+  build/pmpi/pmpi_dropin_app >build/dropin_bine.txt
+grep '^checksum' build/dropin_bine.txt
+if ! diff <(grep '^checksum' build/dropin_plain.txt) <(grep '^checksum' build/dropin_bine.txt); then
+  echo "the drop-in changed the program's results" >&2
+  exit 1
+fi
+echo "same checksums with and without the drop-in"

@@ -52,6 +52,13 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
   CheckReport rep;
   const std::vector<bool> comm_values = commutative_values(s);
   const bool rooted = collective_is_rooted(s.collective);
+  RankProgram rp;  // lowered once, instantiated for every p, root and `commutative`
+  if (!lower(program, s, rp, diags)) {
+    rep.ok = false;
+    rep.failed_p = opt.p_lo;
+    rep.failed_root = 0;
+    return rep;
+  }
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
     bool order_here = true, any_applicable = false, noncomm_applicable = false;
     std::string unmet_here;  ///< the first false clause at this p
@@ -65,7 +72,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         Schedule sch;
         std::string unmet;
         const InstanceRequest req{p, root, commutative};
-        const InstStatus st = instantiate(program, s, req, sch, diags, &unmet);
+        const InstStatus st = instantiate(rp, req, sch, diags, &unmet);
         if (st == InstStatus::not_applicable) {
           if (rep.unmet.empty()) rep.unmet = unmet;
           if (unmet_here.empty()) unmet_here = unmet;

@@ -1,9 +1,12 @@
 // bine-cc: the command line. Thin: every command is a library call (check.h, instantiate.h,
 // emit_mpi.h) that the tests also use.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iostream>
+#include <unistd.h>
 
 #include "check.h"
 #include "cost.h"
@@ -15,6 +18,7 @@
 #include "schedule.h"
 #include "sema.h"
 #include "traffic.h"
+#include "tune.h"
 
 namespace {
 
@@ -117,6 +121,13 @@ bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::strin
   return true;
 }
 
+/// Loads the input files into `prog`; on bad input prints the diagnostics and returns false.
+bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
+  if (load_program(c.files, prog, diags)) return true;
+  print_diags(diags, c.format);
+  return false;
+}
+
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw) {
   DiagnosticSink diags;
   Program prog;
@@ -126,10 +137,7 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     return 2;
   }
   opt.all_roots_up_to = all_roots_up_to;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (prog.schedules.empty()) {  // located at the start of the first file
     Span start;
@@ -188,11 +196,9 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     std::cerr << "bine-cc: error: --verify-ranks expects A..B, got '" << ranks << "'\n";
     return 2;
   }
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
-  std::vector<const ScheduleDecl*> emit;
+  if (!load(c, prog, diags)) return 1;
+  std::vector<std::unique_ptr<RankProgram>> lowered;  // what the target reads
+  std::vector<const RankProgram*> emit;
   std::vector<ProofSummary> proofs;
   const std::vector<const ScheduleDecl*> chosen = selected(prog, c.only, diags);
   // Every C name the header defines: the header's own, then per schedule its function and
@@ -213,7 +219,9 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   }
   for (const ScheduleDecl* s : chosen) {
     if (clashing.count(s)) continue;
-    const std::string why = unsupported(*target, prog, *s);
+    auto rp = std::make_unique<RankProgram>();
+    if (!lower(prog, *s, *rp, diags)) continue;
+    const std::string why = unsupported(*target, *rp);
     if (!why.empty()) {
       const std::string msg = std::string("target ") + target->name() + " does not support " + why;
       if (!c.only.empty()) diags.error(s->name_span, msg);
@@ -233,14 +241,15 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     ProofSummary pf = rep.proof();
     pf.p_lo = opt.p_lo;
     pf.p_hi = opt.p_hi;
-    emit.push_back(s);
+    emit.push_back(rp.get());
+    lowered.push_back(std::move(rp));
     proofs.push_back(pf);
   }
   if (diags.has_errors()) {
     print_diags(diags, c.format);
     return 1;
   }
-  for (const EmittedFile& file : target->emit(prog, emit, proofs, eopt)) {
+  for (const EmittedFile& file : target->emit(emit, proofs, eopt)) {
     if (out.empty() || out == "-") {
       std::cout << file.text;
       continue;
@@ -260,10 +269,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
 /// after printing the diagnostics (1: bad input, not applicable or failed instance).
 int load_instance(const Common& c, int64_t p, int64_t root, Program& prog, DiagnosticSink& diags, Schedule& sch,
                   const ScheduleDecl** decl, bool force_commutative = false) {
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (todo.size() != 1) {
     if (!diags.has_errors())
@@ -296,6 +302,56 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   std::cout << (json ? schedule_json(sch) : schedule_text(sch));
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
+}
+
+/// `bine-cc lower`: the lowered RankProgram of each selected schedule, as text.
+int cmd_lower(const Common& c) {
+  DiagnosticSink diags;
+  Program prog;
+  if (!load(c, prog, diags)) return 1;
+  for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
+    RankProgram rp;
+    if (!lower(prog, *s, rp, diags)) continue;
+    print_rank_program(rp, std::cout);
+  }
+  print_diags(diags, c.format);
+  return diags.has_errors() ? 1 : 0;
+}
+
+struct TuneCli {
+  std::string ranks = "2..32", out = "-";
+  TuneOptions opt;
+};
+
+/// `bine-cc tune`: a PMPI selection table from the cost model (docs/pmpi.md, "bine-cc tune").
+int cmd_tune(const Common& c, TuneCli t) {
+  if (!parse_ranks(t.ranks, t.opt.p_lo, t.opt.p_hi)) {
+    std::cerr << "bine-cc: error: --ranks expects A..B or P, got '" << t.ranks << "'\n";
+    return 2;
+  }
+  if (t.opt.elem_size == 0 || t.opt.bytes_min > t.opt.bytes_max || t.opt.margin < 0) {
+    std::cerr << "bine-cc: error: tune needs --elem-size >= 1, --bytes-min <= --bytes-max and --margin >= 0\n";
+    return 2;
+  }
+  DiagnosticSink diags;
+  Program prog;
+  if (!load(c, prog, diags)) return 1;
+  const TuneResult res = tune(prog, selected(prog, c.only, diags), t.opt);
+  if (diags.has_errors()) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  const std::string text = res.table.dump(2) + "\n";
+  if (t.out == "-") {
+    std::cout << text;
+  } else {
+    std::ofstream f(t.out, std::ios::binary);
+    if (!(f << text)) {
+      report_error(c.format, "cannot write '" + t.out + "'");
+      return 1;
+    }
+  }
+  return 0;
 }
 
 struct DrawCli {
@@ -406,10 +462,7 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   }
   DiagnosticSink diags;
   Program prog;
-  if (!load_program(c.files, prog, diags)) {
-    print_diags(diags, c.format);
-    return 1;
-  }
+  if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (diags.has_errors()) {
     print_diags(diags, c.format);
@@ -458,16 +511,42 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   return diags.has_errors() ? 1 : 0;
 }
 
+/// `bine-cc rewrite ARGS`: execs bine-cc-rewrite (the Clang libTooling rewriter, built only
+/// when Clang 14's development files are found, docs/rewrite.md) from bine-cc's own
+/// directory, so that bine-cc does not link libclang. Returns only on failure.
+int exec_rewrite(int argc, char** argv) {
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = ".";
+  if (n > 0) {
+    self.resize(size_t(n));
+    const size_t slash = self.rfind('/');
+    if (slash != std::string::npos) dir = self.substr(0, slash);
+  }
+  const std::string tool = dir + "/bine-cc-rewrite";
+  std::vector<char*> args;
+  args.push_back(const_cast<char*>(tool.c_str()));
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(tool.c_str(), args.data());
+  std::cerr << "bine-cc: error: rewrite needs " << tool << " (" << std::strerror(errno)
+            << "); it is built when Clang 14's development files are installed (Debian: libclang-14-dev "
+               "libclang-cpp14-dev; docs/rewrite.md)\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "rewrite") return exec_rewrite(argc, argv);
   CLI::App app{
       "bine-cc: write collective-communication schedules once, prove them, and generate MPI code.\n\n"
       "Typical use:\n"
       "  bine-cc check dsl/lib/*.bine --ranks 1..64     prove every schedule for p = 1..64, every root\n"
       "  bine-cc schedule dsl/lib/bine_allreduce.bine --schedule bine_allreduce_lat -p 8\n"
       "  bine-cc compile dsl/lib/*.bine --target mpi -o bine_collectives.h\n"
-      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n",
+      "  bine-cc draw dsl/lib/bine_bcast.bine -p 8 -o bcast.svg    step diagram of one instance (docs/draw.md)\n"
+      "  bine-cc rewrite -p build --allreduce bcc_bine_allreduce_lat app.c   calls to generated ones (rewrite.md)\n",
       "bine-cc"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("bine-cc ") + BINE_CC_VERSION);
@@ -520,6 +599,10 @@ int main(int argc, char** argv) {
   sched->add_flag("--commutative", sched_commutative,
                   "instantiate with commutative = true (the checker proves reducing schedules that read it for both values)");
 
+  CLI::App* lwr = app.add_subcommand(
+      "lower", "print the lowered program of each schedule: composition inlined, params bound, checks hoisted (docs/architecture.md)");
+  add_common(lwr);
+
   DrawCli dcli;
   CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
   add_common(drw);
@@ -564,6 +647,21 @@ int main(int argc, char** argv) {
   cost->add_flag("--json", copt.json, "JSON instead of text");
   cost->add_flag("--commutative", copt.commutative, "instantiate with commutative = true");
 
+  TuneCli tune_cli;
+  CLI::App* tun = app.add_subcommand(
+      "tune", "a selection table for the PMPI library (libbine_pmpi.so): the cheapest schedule per (collective, p, bytes) by the cost model (docs/pmpi.md)");
+  add_common(tun);
+  tun->add_option("--ranks", tune_cli.ranks, "process counts of the table, A..B (default 2..32)");
+  tun->add_option("--bytes-min", tune_cli.opt.bytes_min, "smallest size of the grid in bytes (default 8)");
+  tun->add_option("--bytes-max", tune_cli.opt.bytes_max, "largest size of the grid in bytes (default 16 MiB); sizes are powers of two");
+  tun->add_option("--elem-size", tune_cli.opt.elem_size, "bytes per element (default 4)");
+  tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us)")->required();
+  tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us)")->required();
+  tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us)")->required();
+  tun->add_option("--margin", tune_cli.opt.margin,
+                  "keep the previous size's choice while within this fraction of the cheapest (default 0.05)");
+  tun->add_option("-o,--output", tune_cli.out, "table file (default: stdout)");
+
   TrafficCli tcli;
   CLI::App* trf = app.add_subcommand(
       "traffic", "bytes and messages per link class (intra-node, intra-group, global) of one instance per schedule on a machine (docs/topology.md)");
@@ -592,7 +690,7 @@ int main(int argc, char** argv) {
     known |= argc > 1 && sc->get_name() == argv[1];
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+    std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ", rewrite)\n";
     return 2;
   }
   CLI11_PARSE(app, argc, argv);
@@ -613,6 +711,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
+  if (lwr->parsed()) return cmd_lower(common);
+  if (tun->parsed()) return cmd_tune(common, tune_cli);
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);

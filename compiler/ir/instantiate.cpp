@@ -74,16 +74,14 @@ struct Recorder {
 
 class RankRun {
  public:
-  RankRun(const Program& prog, const ScheduleDecl& sd, const FoldLayout& fl, SiteTable& sites, int64_t real_rank,
-          bool commutative, DiagnosticSink& diags)
-      : prog_(prog), sd_(&sd), top_(&sd), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags),
-        collective_(sd.collective) {
+  RankRun(const RankProgram& rp, const FoldLayout& fl, SiteTable& sites, int64_t real_rank, bool commutative,
+          DiagnosticSink& diags)
+      : rp_(rp), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags), collective_(rp.collective) {
     pipe_.setup(fl, real_rank);
     p_ = pipe_.p();
     r_ = pipe_.r();
     root_ = pipe_.root();
-    slots_.resize(size_t(sd.num_slots));
-    next_phase_ = sd.num_phases;
+    slots_.resize(size_t(rp.num_slots));
   }
   RankRun(const RankRun&) = delete;
   RankRun(RankRun&& o) noexcept = default;
@@ -102,37 +100,39 @@ class RankRun {
   /// epilogue.
   bool fused() const { return pipe_.fused(); }
 
-  /// Runs params, requires, blocks, the fold's prologue, the body and the fold's epilogue.
-  /// Returns false when `requires` fails (unmet is set). Throws Failure after reporting a
-  /// diagnostic.
+  /// Runs params, requires, blocks, the hoisted checks of inlined uses, the fold's
+  /// prologue, the body and the fold's epilogue. Returns false when `requires` fails (unmet
+  /// is set). Throws Failure after reporting a diagnostic.
   bool run() {
     rec.run = this;
-    for (const Param& pr : sd_->params) slots_[size_t(pr.slot)].i = eval_int(*pr.init, pr.span);
-    for (const ExprPtr& e : sd_->requires_)
+    for (const Binding& b : rp_.params) slots_[size_t(b.slot)].i = eval_int(*b.value, b.span);
+    for (const ExprPtr& e : rp_.requires_)
       if (!eval_int(*e, e->span)) {
         unmet = e->span.text();
         unmet_clause = e.get();
         return false;
       }
-    blocks = sd_->blocks ? eval_int(*sd_->blocks, sd_->blocks->span) : p_;
+    const ScheduleDecl& sd = *rp_.decl;
+    blocks = rp_.blocks ? eval_int(*rp_.blocks, rp_.blocks->span) : p_;
     if (lay().ring && blocks > kMaxBlocks / (2 * lay().ring))
-      fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
+      fail(rp_.blocks ? rp_.blocks->span : sd.name_span,
            "block count " + std::to_string(blocks) + " times 'fold ring " + std::to_string(lay().ring) +
                "' parts and buffers exceeds " + std::to_string(kMaxBlocks) + " blocks");
     if (blocks < 1 || blocks > kMaxBlocks)
-      fail(sd_->blocks ? sd_->blocks->span : sd_->name_span,
+      fail(rp_.blocks ? rp_.blocks->span : sd.name_span,
            "block count " + std::to_string(blocks) + " outside 1.." + std::to_string(kMaxBlocks));
-    if (sd_->scratch) {
-      scratch = eval_int(*sd_->scratch, sd_->scratch->span);
+    if (rp_.scratch) {
+      scratch = eval_int(*rp_.scratch, rp_.scratch->span);
       if (scratch < 0 || (scratch + 1) > kMaxBlocks / buffer_stride())
-        fail(sd_->scratch->span, "scratch buffer count " + std::to_string(scratch) + " outside 0.." +
+        fail(rp_.scratch->span, "scratch buffer count " + std::to_string(scratch) + " outside 0.." +
                                      std::to_string(kMaxBlocks / buffer_stride() - 1) + " (at most " + std::to_string(kMaxBlocks) +
                                      " blocks in all buffers)");
     }
-    top_segment = segment_ = eval_segment(*sd_, 0);
+    top_segment = segment_ = eval_segment(rp_.segment.get(), 0);
+    check_uses();
     pipe_.set_blocks(blocks);
     check(pipe_.prologue(rec, collective_));
-    exec_top(sd_->body, /*at_end=*/true);
+    exec_block(rp_.body);
     check(pipe_.epilogue(rec, collective_));
     pipe_.release();
     return true;
@@ -167,9 +167,9 @@ class RankRun {
         org.via_span = m->span;
         break;
       }
-      case Via::fold: org = Origin{top_->fold_span, "fold", top_->fold_span}; break;
-      case Via::fold_pair: org.via = "fold 3-2 (2-1 pair)", org.via_span = top_->fold_span; break;
-      case Via::fold_step: org.via = "fold 3-2 (3-2 step)", org.via_span = top_->fold_span; break;
+      case Via::fold: org = Origin{rp_.fold_span, "fold", rp_.fold_span}; break;
+      case Via::fold_pair: org.via = "fold 3-2 (2-1 pair)", org.via_span = rp_.fold_span; break;
+      case Via::fold_step: org.via = "fold 3-2 (3-2 step)", org.via_span = rp_.fold_span; break;
     }
     switch (o.kind) {
       case RoundOp::Kind::send: return SendOp{o.peer, std::move(o.blocks), std::move(org)};
@@ -196,7 +196,7 @@ class RankRun {
       case FoldRoundError::Why::copies: why = "receives without reducing"; break;
     }
     const Stmt* site = sites_.at(e.op->site);
-    diags_.error(site ? site->span : top_->fold_span,
+    diags_.error(site ? site->span : rp_.fold_span,
                  instance_label(lay().p, lay().root, collective_) + ": " + describe(lay(), rank_) +
                      ": 'fold 3-2' fuses the 3-2 and 2-1 elimination steps with the body's first round, which must be a "
                      "reducing exchange between r = 2w and 2w + 1 (RT Sec. 3.1); here r = " +
@@ -212,12 +212,41 @@ class RankRun {
   void check(int rc) {
     if (rc) throw Failure{};
   }
-  /// The `segment` clause of `t` in the current scope, else `inherited`.
-  int64_t eval_segment(const ScheduleDecl& t, int64_t inherited) {
-    if (!t.segment) return inherited;
-    const int64_t v = eval_int(*t.segment, t.segment->span);
-    if (v < 0) fail(t.segment->span, "segment size " + std::to_string(v) + " bytes is negative (0: no segmentation)");
+  /// A `segment` clause's value (bytes), else `inherited`.
+  int64_t eval_segment(const Expr* seg, int64_t inherited) {
+    if (!seg) return inherited;
+    const int64_t v = eval_int(*seg, seg->span);
+    if (v < 0) fail(seg->span, "segment size " + std::to_string(v) + " bytes is negative (0: no segmentation)");
     return v;
+  }
+  /// The inlined uses' params, requirements, block and scratch counts and segment sizes,
+  /// in pre-order (each after its parent), before the fold's prologue: a composed
+  /// schedule's false requirement is an error of the caller, reported at the use.
+  void check_uses() {
+    use_segments_.assign(rp_.uses.size(), 0);
+    for (size_t k = 0; k < rp_.uses.size(); ++k) {
+      const InlinedUse& u = rp_.uses[k];
+      const Stmt& s = *u.site;
+      const ScheduleDecl& t = *u.schedule;
+      for (const Binding& b : u.params) slots_[size_t(b.slot)].i = eval_int(*b.value, b.value->span);
+      for (const ExprPtr& e : u.requires_)
+        if (!eval_int(*e, e->span))
+          fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
+                              "' is false here");
+      if (u.blocks) {
+        const int64_t b = eval_int(*u.blocks, u.blocks->span);
+        if (b != blocks)
+          fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
+                              " blocks, but this schedule has " + std::to_string(blocks));
+      }
+      if (u.scratch) {
+        const int64_t n = eval_int(*u.scratch, u.scratch->span);
+        if (n > scratch)
+          fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(n) +
+                              " scratch buffers, but this schedule declares " + std::to_string(scratch));
+      }
+      use_segments_[k] = eval_segment(u.segment.get(), u.parent < 0 ? top_segment : use_segments_[size_t(u.parent)]);
+    }
   }
   void check_domain(const Span& at) {
     if (const char* e = take_domain_error()) fail(at, std::string("out of domain: ") + e);
@@ -232,16 +261,6 @@ class RankRun {
   // ---- statements ----
   void exec_block(const Block& b) {
     for (const StmtPtr& s : b) exec(*s);
-  }
-  /// The body of a schedule (top level or composed): its last statement ends the top-level
-  /// body when `at_end` (a mirror there is fused with the `fold 3-2` epilogue; the emitter's
-  /// top_block() applies the same rule).
-  void exec_top(const Block& b, bool at_end) {
-    for (size_t i = 0; i < b.size(); ++i) {
-      at_end_ = at_end && i + 1 == b.size();
-      exec(*b[i]);
-    }
-    at_end_ = false;
   }
   void open_round(const Stmt& site, const std::string& label) {
     if (sites.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
@@ -320,11 +339,11 @@ class RankRun {
         return;
       }
       case StmtKind::phase: {
-        pipe_.begin_phase(phase_base_ + s.phase_id);
+        pipe_.begin_phase(s.phase_id);
         phase_name_ = s.name;
         exec_block(s.body);
         phase_name_.clear();
-        pipe_.end_phase(phase_base_ + s.phase_id);
+        pipe_.end_phase(s.phase_id);
         return;
       }
       case StmtKind::round_block:
@@ -360,59 +379,23 @@ class RankRun {
         return;
       }
       case StmtKind::use: {
-        // Composition: run the used schedule's body in its own scope, on the same ranks
-        // and blocks. Its `fold` is not applied (the caller's governs); its `requires`
-        // must hold and its block count must equal the caller's.
-        const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
-        // Parameter values set by this call, evaluated in the caller's scope.
-        std::vector<std::pair<int, int64_t>> given;
-        for (const Stmt::Override& ov : s.overrides) given.emplace_back(ov.param, eval_int(*ov.value, ov.value->span));
-        const ScheduleDecl* saved_sd = sd_;
-        std::vector<Value> saved_slots = std::move(slots_);
-        const int saved_base = phase_base_;
+        // Composition, inlined by lower(): the used schedule's body on the same ranks and
+        // blocks, as phase NAME; its params and checks were evaluated up front (check_uses).
         const std::string saved_name = phase_name_;
-        pipe_.begin_phase(saved_base + s.phase_id);
-        sd_ = &t;
-        slots_.assign(size_t(t.num_slots), Value{});
-        phase_base_ = next_phase_;  // the used schedule's phases: ids of their own
-        next_phase_ += t.num_phases;
-        phase_name_ = s.name;
-        for (size_t k = 0; k < t.params.size(); ++k) {
-          const Param& pr = t.params[k];
-          const auto g = std::find_if(given.begin(), given.end(), [&](const auto& v) { return v.first == int(k); });
-          slots_[size_t(pr.slot)].i = g != given.end() ? g->second : eval_int(*pr.init, pr.span);
-        }
-        for (const ExprPtr& e : t.requires_)
-          if (!eval_int(*e, e->span))
-            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
-                                "' is false here");
-        if (t.blocks) {
-          const int64_t b = eval_int(*t.blocks, t.blocks->span);
-          if (b != blocks)
-            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
-                                " blocks, but this schedule has " + std::to_string(blocks));
-        }
-        if (t.scratch) {
-          const int64_t k = eval_int(*t.scratch, t.scratch->span);
-          if (k > scratch)
-            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(k) +
-                                " scratch buffers, but this schedule declares " + std::to_string(scratch));
-        }
         const int64_t saved_segment = segment_;
-        segment_ = eval_segment(t, segment_);
-        exec_top(t.body, at_end_);
+        pipe_.begin_phase(s.phase_id);
+        phase_name_ = s.name;
+        segment_ = use_segments_[size_t(s.use)];
+        exec_block(s.body);
         segment_ = saved_segment;
-        sd_ = saved_sd;
-        slots_ = std::move(saved_slots);
-        phase_base_ = saved_base;
         phase_name_ = saved_name;
-        pipe_.end_phase(saved_base + s.phase_id);
+        pipe_.end_phase(s.phase_id);
         return;
       }
       case StmtKind::mirror:
         // The pipeline replays the phase's rounds; replayed() labels each (Recorder::replay).
         mirror_ = &s;
-        check(pipe_.mirror(rec, phase_base_ + s.mirror_of, at_end_, sites_.id(&s)));
+        check(pipe_.mirror(rec, s.mirror_of, s.at_end, sites_.id(&s)));
         return;
     }
   }
@@ -490,7 +473,7 @@ class RankRun {
   }
   int64_t call(const Expr& e, const Span& at) {
     if (e.builtin >= 0) return checked(builtin(e, at), e.span);
-    const FnDecl& f = e.fn >= 0 ? sd_->fns[size_t(e.fn)] : prog_.fns[size_t(-2 - e.fn)];
+    const FnDecl& f = e.fn >= 0 ? rp_.fns[size_t(e.fn)] : rp_.program->fns[size_t(-2 - e.fn)];
     std::vector<int64_t> a;
     for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
     if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
@@ -633,9 +616,7 @@ class RankRun {
     return s;
   }
 
-  const Program& prog_;
-  const ScheduleDecl* sd_;
-  const ScheduleDecl* top_;  ///< the top-level schedule (its fold)
+  const RankProgram& rp_;
   SiteTable& sites_;
   int64_t rank_;
   bool commutative_;
@@ -644,15 +625,13 @@ class RankRun {
   int64_t p_ = 1, r_ = 0, root_ = 0;
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
-  int phase_base_ = 0;   ///< the pipeline's id of phase 0 of the schedule being run
-  int next_phase_ = 0;   ///< the next free phase id (composed schedules get fresh ones)
+  std::vector<int64_t> use_segments_;  ///< [inlined use] the `segment` size in force inside it (bytes)
   const Stmt* mirror_ = nullptr;  ///< the mirror statement being replayed
   RoundPipeline pipe_;
   std::string phase_name_;
   bool in_round_ = false;
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
-  bool at_end_ = false;  ///< the statement being run ends the top-level body (exec_top)
 };
 
 int Recorder::round(RoundKind kind, std::vector<RoundOp>& ops) {
@@ -672,21 +651,32 @@ int Recorder::fold_error(const FoldRoundError& e) {
 
 InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
                        Schedule& out, DiagnosticSink& diags, std::string* unmet) {
+  RankProgram rp;
+  if (!lower(program, decl, rp, diags)) {
+    out = Schedule{};
+    return InstStatus::error;
+  }
+  return instantiate(rp, req, out, diags, unmet);
+}
+
+InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedule& out, DiagnosticSink& diags,
+                       std::string* unmet) {
   (void)take_domain_error();
+  const ScheduleDecl& decl = *rp.decl;
   out = Schedule{};
   out.name = decl.name;
   out.decl_span = decl.name_span;
   out.collective = decl.collective;
   out.p = req.p;
   out.root = collective_is_rooted(decl.collective) ? req.root : 0;
-  out.fold = decl.fold;
-  out.fold_ring = decl.fold == FoldKind::ring ? decl.fold_ring : 0;
+  out.fold = rp.fold;
+  out.fold_ring = rp.fold_ring;
   out.ranks.assign(size_t(req.p), {});
   if (req.p < 1 || out.root < 0 || out.root >= req.p) {
     diags.error(decl.name_span, "invalid instance: " + instance_label(req.p, req.root, decl.collective));
     return InstStatus::error;
   }
-  const FoldLayout fl(decl.fold, decl.fold_ring, collective_has_rank_blocks(decl.collective), req.p, out.root);
+  const FoldLayout fl(rp.fold, rp.fold_ring, collective_has_rank_blocks(decl.collective), req.p, out.root);
   if (!fl.applies()) {
     // Like an unmet `requires`: the instance does not exist (check reports the p as excluded).
     if (unmet) *unmet = fold_ring_condition(fl.ring);
@@ -707,7 +697,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
   try {
     for (int64_t x = 0; x < req.p; ++x) {
-      runs.emplace_back(program, decl, fl, sites, x, req.commutative, diags);
+      runs.emplace_back(rp, fl, sites, x, req.commutative, diags);
       if (!fl.runs_body(x)) continue;
       const bool met = runs.back().run();
       if (first_rank < 0) {
@@ -730,13 +720,13 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       }
       const RankRun& me = runs.back();
       if (me.blocks != ref->blocks) {
-        diags.error(decl.blocks ? decl.blocks->span : decl.name_span,
+        diags.error(rp.blocks ? rp.blocks->span : decl.name_span,
                     inst + ": ranks disagree on the block count (" + describe(fl, ref_rank) + ": " + std::to_string(ref->blocks) +
                         ", " + describe(fl, x) + ": " + std::to_string(me.blocks) + "); the block count must not depend on the rank");
         return InstStatus::error;
       }
       if (me.scratch != ref->scratch) {
-        diags.error(decl.scratch ? decl.scratch->span : decl.name_span,
+        diags.error(rp.scratch ? rp.scratch->span : decl.name_span,
                     inst + ": ranks disagree on the scratch buffer count (" + describe(fl, ref_rank) + ": " +
                         std::to_string(ref->scratch) + ", " + describe(fl, x) + ": " + std::to_string(me.scratch) +
                         "); it must not depend on the rank");
@@ -760,7 +750,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
       if (me.segments != ref->segments) {
         size_t k = 0;
         while (me.segments[k] == ref->segments[k]) ++k;
-        const Expr* seg = decl.segment.get();
+        const Expr* seg = rp.segment.get();
         diags.error(seg ? seg->span : decl.name_span,
                     inst + ": ranks disagree on the segment size in round " + std::to_string(k) + " (" + describe(fl, ref_rank) +
                         ": " + std::to_string(ref->segments[k]) + " bytes, " + describe(fl, x) + ": " +
@@ -786,7 +776,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
     // fold 3-2 (RT Sec. 3.1, 3.3): the body's first round became rounds A and B, its last
     // (the final mirror's replay of the first) E1 and E2, else one epilogue round E follows.
     if (R == 0) {
-      diags.error(decl.fold_span, inst + ": 'fold 3-2' needs a body with at least one round (its first round is fused with "
+      diags.error(rp.fold_span, inst + ": 'fold 3-2' needs a body with at least one round (its first round is fused with "
                                          "the 3-2 step)");
       return InstStatus::error;
     }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ast.h"
+#include "lower.h"
 #include "schedule.h"
 
 namespace bine {
@@ -22,8 +23,14 @@ struct InstanceRequest {
   bool commutative = false;
 };
 
-/// Instantiates `decl` (checked by sema) for `req`. Errors name the rank, p and root and
-/// point at the statement that failed.
+/// Instantiates the lowered program `rp` for `req`: runs it for every rank through the
+/// round pipeline (bine/rounds.hpp) and places the rounds. Errors name the rank, p and root
+/// and point at the statement that failed.
+InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedule& out, DiagnosticSink& diags,
+                       std::string* unmet = nullptr);
+
+/// Lowers `decl` (checked by sema) and instantiates it for `req` (callers that build many
+/// instances of one schedule lower it once and call the form above).
 InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
                        Schedule& out, DiagnosticSink& diags, std::string* unmet = nullptr);
 

@@ -106,8 +106,7 @@ std::string mangle(const std::string& n) {
 
 class Emitter {
  public:
-  Emitter(const Program& prog, const ScheduleDecl& sd, const std::string& prefix)
-      : prog_(prog), sd_(sd), prefix_(prefix) {}
+  Emitter(const RankProgram& rp, const std::string& prefix) : rp_(rp), sd_(*rp.decl), prefix_(prefix) {}
 
   std::string function(const ProofSummary& proof) {
     std::ostringstream o;
@@ -157,16 +156,16 @@ class Emitter {
     o << "  if ((rc = cx.plan(bine_plans)) != MPI_SUCCESS) return rc;\n";
     o << "  if (cx.replayed()) return cx.finish();\n";
     std::string ind = "  ";
-    if (sd_.fold != FoldKind::none) {
-      if (sd_.fold == FoldKind::ring) {
-        o << "  // fold ring " << sd_.fold_ring << ": rings of " << sd_.fold_ring
+    if (rp_.fold != FoldKind::none) {
+      if (rp_.fold == FoldKind::ring) {
+        o << "  // fold ring " << rp_.fold_ring << ": rings of " << rp_.fold_ring
           << " consecutive ranks, reductions postponed (Rabenseifner-Traeff Sec. 3.4); the body on p / "
-          << sd_.fold_ring << " ranks, one part of the vector\n";
-        o << "  cx.fold_setup_ring(" << sd_.fold_ring << ");\n";
+          << rp_.fold_ring << " ranks, one part of the vector\n";
+        o << "  cx.fold_setup_ring(" << rp_.fold_ring << ");\n";
         o << "  if (!cx.fold_applies()) return cx.fail_requires("
-          << c_string(fold_ring_condition(sd_.fold_ring))
+          << c_string(fold_ring_condition(rp_.fold_ring))
           << ");\n";
-      } else if (sd_.fold == FoldKind::three_two) {
+      } else if (rp_.fold == FoldKind::three_two) {
         o << "  // fold 3-2: one 3-2 and pairs of 2-1 elimination steps (Rabenseifner-Traeff Sec. 3.1, 3.3)\n";
         o << "  // fused with the body's first round; p' = 2^floor(log2 p) virtual ranks\n";
         o << "  cx.fold_setup(/*three_two=*/true);\n";
@@ -182,36 +181,36 @@ class Emitter {
     o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
     // Top-level fns first: params may call them (they cannot see params).
     const std::vector<bool> used = used_top_fns();
-    for (size_t i = 0; i < prog_.fns.size(); ++i)
-      if (used[i]) fn(prog_.fns[i], ind);
-    for (const Param& pr : sd_.params)
-      o << ind << "const int64_t " << mangle(pr.name) << " = " << expr(*pr.init) << ";  // params\n";
-    for (const FnDecl& f : sd_.fns) fn(f, ind);
-    for (const ExprPtr& e : sd_.requires_)
+    for (size_t i = 0; i < rp_.program->fns.size(); ++i)
+      if (used[i]) fn(rp_.program->fns[i], ind);
+    for (const Binding& b : rp_.params)
+      o << ind << "const int64_t " << mangle(b.name) << " = " << expr(*b.value) << ";  // params\n";
+    for (int i = 0; i < rp_.top_fn_count; ++i) fn(rp_.fns[size_t(i)], ind);
+    for (const ExprPtr& e : rp_.requires_)
       o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text()) << ");\n";
-    o << ind << "const int64_t B = " << (sd_.blocks ? expr(*sd_.blocks) : std::string("p")) << ";  // blocks\n";
+    o << ind << "const int64_t B = " << (rp_.blocks ? expr(*rp_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return cx.fail(MPI_ERR_OTHER, \"block count %lld is not positive\", (long long)B);\n";
     o << ind << "cx.set_blocks(B);\n";
-    o << ind << "const int64_t bine_scratch = " << (sd_.scratch ? expr(*sd_.scratch) : std::string("0")) << ";  // scratch buffers\n";
+    o << ind << "const int64_t bine_scratch = " << (rp_.scratch ? expr(*rp_.scratch) : std::string("0")) << ";  // scratch buffers\n";
     o << ind << "(void)bine_scratch;\n";
-    if (sd_.fold == FoldKind::ring)  // the ring's R - 1 receive buffers, reused by the body's
-      o << ind << "if ((rc = cx.set_scratch(bine_scratch > " << sd_.fold_ring - 1 << " ? bine_scratch : " << sd_.fold_ring - 1
-        << ")) != MPI_SUCCESS) return rc;  // fold ring " << sd_.fold_ring << "\n";
-    else if (sd_.scratch)
+    if (rp_.fold == FoldKind::ring)  // the ring's R - 1 receive buffers, reused by the body's
+      o << ind << "if ((rc = cx.set_scratch(bine_scratch > " << rp_.fold_ring - 1 << " ? bine_scratch : " << rp_.fold_ring - 1
+        << ")) != MPI_SUCCESS) return rc;  // fold ring " << rp_.fold_ring << "\n";
+    else if (rp_.scratch)
       o << ind << "if ((rc = cx.set_scratch(bine_scratch)) != MPI_SUCCESS) return rc;\n";
-    if (sd_.segment)
-      o << ind << "if ((rc = cx.set_segment(" << expr(*sd_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
-    // The requirements of composed schedules, checked here on every rank, before the
-    // fold's prologue: a false one must fail everywhere, not strand the ranks that sit out.
-    precheck_uses(sd_.body, ind);
-    if (sd_.fold != FoldKind::none) {
+    if (rp_.segment)
+      o << ind << "if ((rc = cx.set_segment(" << expr(*rp_.segment) << ")) != MPI_SUCCESS) return rc;  // segment (bytes)\n";
+    // The requirements of composed schedules (hoisted by lower()), checked here on every
+    // rank, before the fold's prologue: a false one must fail everywhere, not strand the
+    // ranks that sit out.
+    precheck_uses(-1, ind);
+    if (rp_.fold != FoldKind::none) {
       o << "  if ((rc = cx.fold_prologue()) != MPI_SUCCESS) return rc;\n";
       o << "  if (cx.active()) {\n";
       ind = "    ";
     }
-    next_phase_ = sd_.num_phases;
-    top_block(sd_.body, ind, /*at_end=*/true);
-    if (sd_.fold != FoldKind::none) o << "  }\n";
+    block(rp_.body, ind);
+    if (rp_.fold != FoldKind::none) o << "  }\n";
     o << "  return cx.finish();\n}\n\n";
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
@@ -259,56 +258,57 @@ class Emitter {
   }
 
  private:
-  /// Top-level fns the schedule calls, directly, through its own fns, through composed
-  /// schedules, or through other fns (only those are emitted).
-  /// The `phase NAME = SCHEDULE(...)` statements of a body, in order (phases are top level).
-  static std::vector<const Stmt*> uses_in(const Block& b) {
-    std::vector<const Stmt*> out;
-    for (const StmtPtr& st : b)
-      if (st->kind == StmtKind::use && st->target >= 0) out.push_back(st.get());
-    return out;
-  }
-  /// The parameter values of a use: overrides into temporaries (evaluated in the caller's
-  /// scope, before the used schedule's names shadow it), then the used schedule's params.
-  void use_params(const Stmt& use, const ScheduleDecl& t, const std::string& in) {
-    for (size_t i = 0; i < use.overrides.size(); ++i)
-      *out_ << in << "const int64_t bine_set_" << i << " = " << expr(*use.overrides[i].value) << ";  // " << t.name << "("
-         << use.overrides[i].name << " = ...)\n";
-    for (size_t k = 0; k < t.params.size(); ++k) {
-      const Param& pr = t.params[k];
-      std::string value = expr(*pr.init);
-      for (size_t i = 0; i < use.overrides.size(); ++i)
-        if (use.overrides[i].param == int(k)) value = "bine_set_" + std::to_string(i);
-      *out_ << in << "const int64_t " << mangle(pr.name) << " = " << value << ";  // params\n";
-      *out_ << in << "(void)" << mangle(pr.name) << ";\n";
+  /// The params of an inlined use, bound as lower() bound them: the caller's values into
+  /// temporaries first (evaluated in the caller's scope, before the used schedule's names
+  /// shadow it), then every param of the used schedule.
+  void use_params(const InlinedUse& u, const std::string& in) {
+    std::vector<std::string> value(u.params.size());
+    int given = 0;
+    for (size_t k = 0; k < u.params.size(); ++k) {
+      if (!u.params[k].overridden) continue;
+      value[k] = "bine_set_" + std::to_string(given++);
+      *out_ << in << "const int64_t " << value[k] << " = " << expr(*u.params[k].value) << ";  // " << u.schedule->name
+            << "(" << u.params[k].name << " = ...)\n";
+    }
+    for (size_t k = 0; k < u.params.size(); ++k) {
+      const Binding& b = u.params[k];
+      *out_ << in << "const int64_t " << mangle(b.name) << " = " << (b.overridden ? value[k] : expr(*b.value))
+            << ";  // params\n";
+      *out_ << in << "(void)" << mangle(b.name) << ";\n";
     }
   }
-  /// The requirements and block counts of composed schedules, checked up front, nested so
-  /// that a use inside a used schedule sees that schedule's params.
-  void precheck_uses(const Block& body, const std::string& ind) {
-    for (const Stmt* use : uses_in(body)) {
-      const ScheduleDecl& t = prog_.schedules[size_t(use->target)];
-      *out_ << ind << "{  // requires of composed schedule " << t.name << " (phase " << use->name << ")\n";
+  void use_fns(const InlinedUse& u, const std::string& in) {
+    for (int i = u.fn_base; i < u.fn_base + u.fn_count; ++i) fn(rp_.fns[size_t(i)], in);
+  }
+  /// The hoisted requirements, block, scratch and segment checks of the uses inlined in
+  /// `parent` (-1: the top schedule), each in a C++ block of its own, nested so that a use
+  /// inside a used schedule sees that schedule's params.
+  void precheck_uses(int parent, const std::string& ind) {
+    for (size_t k = 0; k < rp_.uses.size(); ++k) {
+      const InlinedUse& u = rp_.uses[k];
+      if (u.parent != parent) continue;
+      const ScheduleDecl& t = *u.schedule;
+      *out_ << ind << "{  // requires of composed schedule " << t.name << " (phase " << u.site->name << ")\n";
       const std::string in = ind + "  ";
-      use_params(*use, t, in);
-      for (const FnDecl& f : t.fns) fn(f, in);
+      use_params(u, in);
+      use_fns(u, in);
       const std::string of = " (of composed schedule " + t.name + ")";
-      for (const ExprPtr& e : t.requires_)
+      for (const ExprPtr& e : u.requires_)
         *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text() + of) << ");\n";
-      if (t.blocks)
-        *out_ << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
+      if (u.blocks)
+        *out_ << in << "if ((" << expr(*u.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has another block count") << ");\n";
-      if (t.scratch)
-        *out_ << in << "if ((" << expr(*t.scratch) << ") > bine_scratch) return cx.fail(MPI_ERR_OTHER, "
+      if (u.scratch)
+        *out_ << in << "if ((" << expr(*u.scratch) << ") > bine_scratch) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " needs more scratch buffers") << ");\n";
-      if (t.segment)
-        *out_ << in << "if ((" << expr(*t.segment) << ") < 0) return cx.fail(MPI_ERR_OTHER, "
+      if (u.segment)
+        *out_ << in << "if ((" << expr(*u.segment) << ") < 0) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has a negative segment size") << ");\n";
-      precheck_uses(t.body, in);
+      precheck_uses(int(k), in);
       *out_ << ind << "}\n";
     }
   }
-  /// Every expression of a block, nested statements included.
+  /// Every expression of a block, nested statements (and inlined bodies) included.
   static void exprs_of(const Block& b, std::vector<const Expr*>& out) {
     for (const StmtPtr& st : b) {
       for (const Expr* e : {st->a.get(), st->b.get(), st->c.get()})
@@ -317,44 +317,36 @@ class Emitter {
       exprs_of(st->else_body, out);
     }
   }
+  /// Top-level fns the program calls, directly, through local fns, through inlined uses, or
+  /// through other fns (only those are emitted).
   std::vector<bool> used_top_fns() const {
-    std::vector<bool> used(prog_.fns.size(), false);
+    const std::vector<FnDecl>& top = rp_.program->fns;
+    std::vector<bool> used(top.size(), false);
     std::vector<const Expr*> work;
-    std::vector<const ScheduleDecl*> scheds{&sd_};
-    for (size_t k = 0; k < scheds.size(); ++k) {
-      const ScheduleDecl& d = *scheds[k];
-      for (const Param& pr : d.params) work.push_back(pr.init.get());
-      for (const ExprPtr& e : d.requires_) work.push_back(e.get());
-      if (d.blocks) work.push_back(d.blocks.get());
-      for (const FnDecl& f : d.fns) {
-        work.push_back(f.body.get());
-        exprs_of(f.stmts, work);
-      }
-      std::vector<const Block*> blocks{&d.body};
-      while (!blocks.empty()) {
-        const Block* b = blocks.back();
-        blocks.pop_back();
-        for (const StmtPtr& st : *b) {
-          for (const Expr* e : {st->a.get(), st->b.get(), st->c.get()})
-            if (e) work.push_back(e);
-          for (const Stmt::Override& ov : st->overrides) work.push_back(ov.value.get());
-          blocks.push_back(&st->body);
-          blocks.push_back(&st->else_body);
-          if (st->kind == StmtKind::use && st->target >= 0) {
-            const ScheduleDecl* t = &prog_.schedules[size_t(st->target)];
-            if (std::find(scheds.begin(), scheds.end(), t) == scheds.end()) scheds.push_back(t);
-          }
-        }
-      }
+    auto bindings = [&](const std::vector<Binding>& bs) {
+      for (const Binding& b : bs) work.push_back(b.value.get());
+    };
+    bindings(rp_.params);
+    for (const ExprPtr& e : rp_.requires_) work.push_back(e.get());
+    for (const Expr* e : {rp_.blocks.get(), rp_.scratch.get(), rp_.segment.get()}) work.push_back(e);
+    for (const InlinedUse& u : rp_.uses) {
+      bindings(u.params);
+      for (const ExprPtr& e : u.requires_) work.push_back(e.get());
+      for (const Expr* e : {u.blocks.get(), u.scratch.get(), u.segment.get()}) work.push_back(e);
     }
+    for (const FnDecl& f : rp_.fns) {
+      work.push_back(f.body.get());
+      exprs_of(f.stmts, work);
+    }
+    exprs_of(rp_.body, work);
     while (!work.empty()) {
       const Expr* e = work.back();
       work.pop_back();
       if (!e) continue;
       if (e->kind == ExprKind::call && e->builtin < 0 && e->fn <= -2 && !used[size_t(-2 - e->fn)]) {
         used[size_t(-2 - e->fn)] = true;
-        work.push_back(prog_.fns[size_t(-2 - e->fn)].body.get());
-        exprs_of(prog_.fns[size_t(-2 - e->fn)].stmts, work);
+        work.push_back(top[size_t(-2 - e->fn)].body.get());
+        exprs_of(top[size_t(-2 - e->fn)].stmts, work);
       }
       for (const ExprPtr& k : e->kids) work.push_back(k.get());
     }
@@ -376,15 +368,6 @@ class Emitter {
   }
   void block(const Block& b, const std::string& ind) {
     for (const StmtPtr& s : b) stmt(*s, ind);
-  }
-  /// The body of a schedule (top level or composed): its last statement ends the caller's
-  /// body when `at_end` (a mirror there is fused with the `fold 3-2` epilogue).
-  void top_block(const Block& b, const std::string& ind, bool at_end) {
-    for (size_t i = 0; i < b.size(); ++i) {
-      at_end_ = at_end && i + 1 == b.size();
-      stmt(*b[i], ind);
-    }
-    at_end_ = false;
   }
   void end_round(const std::string& ind) {
     *out_ << ind << "if ((rc = cx.end_round()) != MPI_SUCCESS) return rc;\n";
@@ -430,7 +413,7 @@ class Emitter {
         return;
       }
       case StmtKind::if_: {
-        o << ind << "if (" << expr(*s.a) << ") {\n";
+        o << ind << "if (" << condition(*s.a) << ") {\n";
         block(s.body, ind + "  ");
         if (!s.else_body.empty()) {
           o << ind << "} else {\n";
@@ -454,19 +437,19 @@ class Emitter {
       }
       case StmtKind::phase:
         o << ind << "// phase " << s.name << "\n";
-        o << ind << "cx.begin_phase(" << phase_base_ + s.phase_id << ");\n";
+        o << ind << "cx.begin_phase(" << s.phase_id << ");\n";
         o << ind << "{\n";
         block(s.body, ind + "  ");
         o << ind << "}\n";
-        o << ind << "cx.end_phase(" << phase_base_ + s.phase_id << ");\n";
+        o << ind << "cx.end_phase(" << s.phase_id << ");\n";
         return;
       case StmtKind::mirror:
         o << ind << "// phase " << s.name << " = mirror(" << s.other << "): rounds reversed, sends <-> receives\n";
-        if (sd_.fold == FoldKind::three_two && at_end_)
-          o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of
+        if (rp_.fold == FoldKind::three_two && s.at_end)
+          o << ind << "if ((rc = cx.mirror(" << s.mirror_of
             << ", /*fold 3-2 epilogue fused with its first round*/ true)) != MPI_SUCCESS) return rc;\n";
         else
-          o << ind << "if ((rc = cx.mirror(" << phase_base_ + s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
+          o << ind << "if ((rc = cx.mirror(" << s.mirror_of << ")) != MPI_SUCCESS) return rc;\n";
         return;
       case StmtKind::round_block:
         o << ind << "{\n";
@@ -480,61 +463,38 @@ class Emitter {
         o << ind << "cx.permute([&](int64_t " << mangle(s.name) << ") -> int64_t { return " << expr(*s.a) << "; });\n";
         return;
       case StmtKind::use: {
-        // Composition: the used schedule's body inlined in its own scope (its fold is not
-        // applied; its requires and block count are checked here).
-        const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
-        const int saved_base = phase_base_;
-        const int base = next_phase_;
-        next_phase_ += t.num_phases;
+        // Composition, inlined by lower(): the used schedule's body in its own scope (its
+        // fold is not applied; its requires and block count were checked up front).
+        const InlinedUse& u = rp_.uses[size_t(s.use)];
+        const ScheduleDecl& t = *u.schedule;
         o << ind << "// phase " << s.name << " = " << t.name << " (" << t.name_span.file->name << ":" << t.name_span.line
           << "), inlined\n";
-        o << ind << "cx.begin_phase(" << phase_base_ + s.phase_id << ");\n";
+        o << ind << "cx.begin_phase(" << s.phase_id << ");\n";
         o << ind << "{\n";
         const std::string in = ind + "  ";
-        use_params(s, t, in);
-        for (const FnDecl& f : t.fns) fn(f, in);
-        for (const ExprPtr& e : t.requires_)
-          o << in << "if (!(" << expr(*e) << ")) return cx.fail_requires("
-            << c_string(e->span.text() + " (of composed schedule " + t.name + ")") << ");\n";
-        if (t.blocks)
-          o << in << "if ((" << expr(*t.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
-            << c_string("composed schedule " + t.name + " has another block count") << ");\n";
-        if (t.segment) {
+        use_params(u, in);
+        use_fns(u, in);
+        if (u.segment) {
           o << in << "const int64_t bine_outer_segment = cx.segment();\n";
-          o << in << "if ((rc = cx.set_segment(" << expr(*t.segment) << ")) != MPI_SUCCESS) return rc;  // segment of " << t.name
+          o << in << "if ((rc = cx.set_segment(" << expr(*u.segment) << ")) != MPI_SUCCESS) return rc;  // segment of " << t.name
             << "\n";
         }
-        phase_base_ = base;
-        top_block(t.body, in, at_end_);
-        phase_base_ = saved_base;
-        if (t.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
+        block(s.body, in);
+        if (u.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
         o << ind << "}\n";
-        o << ind << "cx.end_phase(" << saved_base + s.phase_id << ");\n";
+        o << ind << "cx.end_phase(" << s.phase_id << ");\n";
         return;
       }
     }
   }
 
-  static const char* cop(Tok t) {
-    switch (t) {
-      case Tok::plus: return "+";
-      case Tok::minus: return "-";
-      case Tok::star: return "*";
-      case Tok::amp: return "&";
-      case Tok::pipe: return "|";
-      case Tok::caret: return "^";
-      case Tok::eq: return "==";
-      case Tok::ne: return "!=";
-      case Tok::lt: return "<";
-      case Tok::le: return "<=";
-      case Tok::gt: return ">";
-      case Tok::ge: return ">=";
-      case Tok::ampamp: return "&&";
-      case Tok::pipepipe: return "||";
-      case Tok::bang: return "!";
-      case Tok::tilde: return "~";
-      default: return "?";
-    }
+  /// An `if` condition: a comparison without the parentheses expr() puts around every
+  /// binary expression (clang's -Wparentheses-equality warns on `if ((a == b))`).
+  std::string condition(const Expr& e) {
+    std::string c = expr(e);
+    if (e.kind == ExprKind::binary && e.kids[0]->type != Type::set && c.size() > 2 && c.front() == '(' && c.back() == ')')
+      c = c.substr(1, c.size() - 2);
+    return c;
   }
   std::string expr(const Expr& e) {
     switch (e.kind) {
@@ -551,7 +511,7 @@ class Emitter {
         }
       case ExprKind::unary:
         if (e.op == Tok::minus) return "bine::neg(" + expr(*e.kids[0]) + ")";
-        return std::string("(") + cop(e.op) + expr(*e.kids[0]) + ")";
+        return std::string("(") + op_spelling(e.op) + expr(*e.kids[0]) + ")";
       case ExprKind::binary: {
         const std::string a = expr(*e.kids[0]), b = expr(*e.kids[1]);
         if (e.kids[0]->type == Type::integer) {
@@ -567,7 +527,7 @@ class Emitter {
             default: break;
           }
         }
-        return "(" + a + " " + cop(e.op) + " " + b + ")";
+        return "(" + a + " " + op_spelling(e.op) + " " + b + ")";
       }
       case ExprKind::ternary:
         return "(" + expr(*e.kids[0]) + " ? " + expr(*e.kids[1]) + " : " + expr(*e.kids[2]) + ")";
@@ -595,12 +555,9 @@ class Emitter {
     return "0";
   }
 
-  const Program& prog_;
-  const ScheduleDecl& sd_;
+  const RankProgram& rp_;
+  const ScheduleDecl& sd_;    ///< the top schedule (its name, collective and source location)
   const std::string prefix_;  ///< EmitOptions::prefix
-  int phase_base_ = 0;  ///< phase ids of the schedule being emitted start here
-  int next_phase_ = 0;  ///< first id free for an inlined schedule's phases
-  bool at_end_ = false;  ///< the statement being emitted ends the top-level body (top_block)
   std::ostream* out_ = nullptr;
   int counter_ = 0;
 };
@@ -639,8 +596,10 @@ std::string proof_line(const ProofSummary& p, bool rooted) {
 
 }  // namespace
 
-std::string emit_mpi_header(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
-                            const std::vector<ProofSummary>& proofs, const EmitOptions& options) {
+std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
+                            const EmitOptions& options) {
+  std::vector<const ScheduleDecl*> schedules;
+  for (const RankProgram* rp : programs) schedules.push_back(rp->decl);
   const std::string& prefix = options.prefix;
   std::string macro_prefix = prefix;
   for (char& ch : macro_prefix) ch = char(std::toupper(static_cast<unsigned char>(ch)));
@@ -722,7 +681,7 @@ std::string emit_mpi_header(const Program& program, const std::vector<const Sche
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ScheduleDecl& s = *schedules[i];
     o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";
-    o << Emitter(program, s, prefix).function(proofs[i]) << "\n";
+    o << Emitter(*programs[i], prefix).function(proofs[i]) << "\n";
     o << "extern \"C\" int " << fname(s) << "_applicable(int p) {\n";
     o << "  if (p < " << proofs[i].p_lo << " || p > " << proofs[i].p_hi << ") return -1;\n";
     if (proofs[i].not_applicable.empty()) {

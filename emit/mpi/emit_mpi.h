@@ -1,10 +1,11 @@
-// The MPI emitter: Program IR -> one C++ function per schedule over bine/mpi_runtime.hpp,
+// The MPI emitter: RankProgram (compiler/ir/lower.h) -> one C++ function per schedule over bine/mpi_runtime.hpp,
 // valid for every process count (partners and block ranges are computed at run time).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "ast.h"
+#include "lower.h"
 #include "proof.h"
 #include "target.h"
 
@@ -17,10 +18,11 @@ bool reserved_identifier(const std::string& name);
 /// The C prototype of the generated function.
 std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix);
 
-/// Emits one header holding C prototypes for `schedules` and, under
-/// `#ifdef BINE_IMPLEMENTATION`, their C++ definitions (include it with the macro defined
-/// in exactly one C++ translation unit). Output is deterministic.
-std::string emit_mpi_header(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
-                            const std::vector<ProofSummary>& proofs, const EmitOptions& options);
+/// Emits one header holding C prototypes for the lowered `programs` (verified; `proofs`
+/// parallel to them) and, under `#ifdef BINE_IMPLEMENTATION`, their C++ definitions
+/// (include it with the macro defined in exactly one C++ translation unit). Output is
+/// deterministic.
+std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
+                            const EmitOptions& options);
 
 }  // namespace bine

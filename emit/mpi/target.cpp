@@ -24,9 +24,9 @@ class MpiTarget final : public Target {
     }();
     return f;
   }
-  std::vector<EmittedFile> emit(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
-                                const std::vector<ProofSummary>& proofs, const EmitOptions& options) const override {
-    return {{"", emit_mpi_header(program, schedules, proofs, options)}};
+  std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
+                                const EmitOptions& options) const override {
+    return {{"", emit_mpi_header(programs, proofs, options)}};
   }
 };
 

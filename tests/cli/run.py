@@ -62,6 +62,35 @@ def main():
     case("cost --bytes -1 does not wrap", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                            "--bytes", "-1", "--alpha", "1", "--beta", "1", "--gamma", "1"],
          105, err=r"--bytes: must be 0 or more, got -1")
+    # bine-cc lower: the composed schedule's body inlined as phase #0 (its statements keep
+    # their source file and line), its checks hoisted as "use #0", the mirror that ends the
+    # body marked final; an overridden param is bound to the caller's value.
+    lib = sorted(os.path.join("dsl/lib", f) for f in os.listdir(os.path.join(src, "dsl/lib")) if f.endswith(".bine"))
+    case("lower inlines a composed schedule, hoists its checks and marks the final mirror",
+         ["lower", *lib, "--schedule", "bine_allreduce_rsag"], 0,
+         out=r"(?s)use #0 reduce_scatter = bine_reduce_scatter .*check requires is_pow2\(p\).*"
+             r"phase #0 reduce_scatter = use #0 bine_reduce_scatter \(inlined\).*exchange .*bine_butterfly\.bine:\d+\n"
+             r"\s+phase #1 allgather = mirror\(#0 reduce_scatter\) \[final\]")
+    case("lower binds an overridden param to the caller's value",
+         ["lower", *lib, "--schedule", "rt_allreduce_lat"], 0, out=r"param whole\.halving@\d+ = 0  // set by the caller")
+    with tempfile.TemporaryDirectory() as tmp:
+        # Composition that doubles at every level (each schedule uses the previous twice):
+        # s_k inlines 2^(k+1) - 2 uses; above 4096 it is refused, quickly, with a diagnostic
+        # at the use (a bcast repeated is still a bcast, so s11 verifies).
+        deep = os.path.join(tmp, "deep.bine")
+        with open(deep, "w") as f:
+            f.write("schedule s0 implements bcast {\n  requires p == 2\n  blocks 1\n"
+                    "  if r == root { send all to 1 - r } else { recv all from 1 - r }\n}\n")
+            for k in range(1, 14):
+                f.write(f"schedule s{k} implements bcast {{\n  blocks 1\n  phase a = s{k - 1}\n  phase b = s{k - 1}\n}}\n")
+        case("lower: exponential composition is a diagnostic, not a hang",
+             ["lower", deep, "--schedule", "s13"], 1, err=r"deep\.bine:\d+:\d+: error: schedule 's13' inlines more than 4096 composed schedules")
+        case("check: exponential composition is a diagnostic, not a hang",
+             ["check", deep, "--schedule", "s13", "--ranks", "2..2"], 1, err=r"inlines more than 4096 composed schedules")
+        case("check: s12 (8190 inlined uses) is refused",
+             ["check", deep, "--schedule", "s12", "--ranks", "2..2"], 1, err=r"inlines more than 4096 composed schedules")
+        case("check: s11 (4094 inlined uses) verifies", ["check", deep, "--schedule", "s11", "--ranks", "2..2"], 0,
+             out=r"s11 \(bcast\): verified p=2\.\.2, 2 instances")
     with tempfile.TemporaryDirectory() as tmp:
         # Generated C names must be distinct: x_init is x's persistent form, plan_start the
         # header's own; the header must not be emitted with two definitions of one name.

@@ -18,14 +18,22 @@ class FakeTarget final : public Target {
   const char* name() const override { return "fake"; }
   const char* summary() const override { return "test double"; }
   const TargetFeatures& features() const override { return f_; }
-  std::vector<EmittedFile> emit(const Program&, const std::vector<const ScheduleDecl*>&,
-                                const std::vector<ProofSummary>&, const EmitOptions&) const override {
+  std::vector<EmittedFile> emit(const std::vector<const RankProgram*>&, const std::vector<ProofSummary>&,
+                                const EmitOptions&) const override {
     return {};
   }
 
  private:
   TargetFeatures f_;
 };
+
+/// unsupported() on the lowered program of `s`, as the driver calls it.
+std::string unsupported(const Target& t, const Program& prog, const ScheduleDecl& s) {
+  RankProgram rp;
+  DiagnosticSink d;
+  REQUIRE(lower(prog, s, rp, d));
+  return bine::unsupported(t, rp);
+}
 
 TargetFeatures everything() {
   TargetFeatures f = find_target("mpi")->features();

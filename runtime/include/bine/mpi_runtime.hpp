@@ -38,27 +38,44 @@
 // - Messages: one per op; a block set of several ranges is packed into scratch memory.
 //   Alltoall and the other rank-indexed collectives work on p equal blocks, so a message
 //   carries the k-th sent block into the k-th received block.
-// Errors: every MPI return code is passed back unchanged; a datatype that is not
-// contiguous gives MPI_ERR_TYPE (MPI_ERR_TRUNCATE when send and receive block sizes
-// differ), a non-commutative operator outside the process counts where the verifier
-// proved the schedule order-preserving gives MPI_ERR_OP, a root outside 0..p-1
-// MPI_ERR_ROOT, a failed allocation MPI_ERR_NO_MEM, an unmet `requires`, a non-bijective
-// permute or a built-in domain error MPI_ERR_OTHER. Every error also leaves a sentence on
-// the calling thread, error_text() ("bcc_rt_ring3_allreduce: does not apply at p = 8:
-// requires p % 3 == 0 (fold ring 3)"; MPI's own errors with MPI_Error_string), which the
-// generated header exports as <prefix>last_error(); a successful call clears it.
+// - Datatypes (docs/conformance.md): a contiguous datatype is worked on in place; any
+//   other (vector, indexed, struct, resized, MPI_DOUBLE_INT, ...) is packed with MPI_Pack
+//   into internal memory at the start (elements of MPI_Type_size bytes, moved as a
+//   contiguous byte type) and unpacked with MPI_Unpack into the user's buffer at the end,
+//   so only the bytes of the type map are written. The rank-indexed collectives move
+//   blocks as bytes, so send and receive types (and root and non-root types) may differ
+//   where their signatures have the same size. Local reductions: a user operator gets the
+//   user's datatype (on unpacked copies when it is not contiguous); a predefined operator
+//   on a derived type of one predefined type T works element-wise on the T's of the type
+//   map (MPI_Reduce_local on T). A datatype of size 0 makes the call a no-op.
+// Errors: every MPI return code is passed back unchanged. Argument errors are checked on
+// entry, before any user buffer is read or written, and return an error code of MPI's
+// class whose MPI_Error_string explains it ("bine: ...", error_code()): MPI_ERR_BUFFER
+// (a NULL buffer with data to access; MPI_IN_PLACE as allreduce's recvbuf; aliased send
+// and receive buffers), MPI_ERR_ARG (MPI_IN_PLACE where MPI does not define it, aliasing
+// at the root of reduce: Open MPI's classes), MPI_ERR_COUNT (count x extent beyond
+// PTRDIFF_MAX), MPI_ERR_ROOT (root outside 0..p-1), MPI_ERR_TYPE (an invalid datatype),
+// MPI_ERR_TRUNCATE (send and receive block sizes differ), MPI_ERR_OP (a predefined
+// operator on a datatype that mixes element types; a non-commutative operator outside
+// the process counts where the verifier proved the schedule order-preserving). A failed
+// allocation gives MPI_ERR_NO_MEM, an unmet `requires`, a non-bijective permute or a
+// built-in domain error MPI_ERR_OTHER. Every error also leaves a sentence on the calling
+// thread, error_text() ("bcc_rt_ring3_allreduce: does not apply at p = 8: requires p % 3
+// == 0 (fold ring 3)"; MPI's own errors with MPI_Error_string), which the generated
+// header exports as <prefix>last_error(); a successful call clears it.
 #pragma once
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdarg>
-#include <cstdio>
-#include <atomic>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -85,7 +102,113 @@ inline char* error_text() {
   return text;
 }
 
+/// The layout of a datatype, from MPI_Type_size, MPI_Type_get_extent and
+/// MPI_Type_get_true_extent (bytes). `contiguous`: one element is `size` bytes with no gap
+/// from offset 0 and consecutive elements abut, so `count` elements are count * size bytes
+/// that can be moved with memcpy.
+struct TypeShape {
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  bool contiguous = true;
+};
+/// The shape of `type`; an MPI error code (MPI_ERR_TYPE for an invalid handle) otherwise.
+inline int type_shape(MPI_Datatype type, TypeShape& s) {
+  int rc;
+  if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  if ((rc = MPI_Type_size(type, &s.size)) != MPI_SUCCESS) return rc;
+  if ((rc = MPI_Type_get_extent(type, &s.lb, &s.extent)) != MPI_SUCCESS) return rc;
+  if ((rc = MPI_Type_get_true_extent(type, &s.true_lb, &s.true_extent)) != MPI_SUCCESS) return rc;
+  s.contiguous = s.lb == 0 && s.true_lb == 0 && s.extent == s.size && s.true_extent == s.size;
+  return MPI_SUCCESS;
+}
 
+/// The one predefined datatype every entry of `type`'s type map has (`type` itself when it
+/// is predefined), or MPI_DATATYPE_NULL when the map mixes types or cannot be decoded.
+/// Decoded with MPI_Type_get_envelope / MPI_Type_get_contents (MPI 3.1 Sec. 4.1.13).
+inline MPI_Datatype base_type(MPI_Datatype type) {
+  int ni = 0, na = 0, nt = 0, combiner = 0;
+  if (MPI_Type_get_envelope(type, &ni, &na, &nt, &combiner) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
+  if (combiner == MPI_COMBINER_NAMED) return type;
+  if (nt <= 0) return MPI_DATATYPE_NULL;
+  std::vector<int> ints(size_t(ni) + 1);
+  std::vector<MPI_Aint> addrs(size_t(na) + 1);
+  std::vector<MPI_Datatype> types;
+  types.resize(size_t(nt));
+  if (MPI_Type_get_contents(type, ni, na, nt, ints.data(), addrs.data(), types.data()) != MPI_SUCCESS)
+    return MPI_DATATYPE_NULL;
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  bool mixed = false;
+  for (MPI_Datatype& t : types) {
+    const MPI_Datatype b = base_type(t);
+    if (b == MPI_DATATYPE_NULL || (base != MPI_DATATYPE_NULL && b != base)) mixed = true;
+    base = b;
+    int e1, e2, e3, c2;
+    if (MPI_Type_get_envelope(t, &e1, &e2, &e3, &c2) == MPI_SUCCESS && c2 != MPI_COMBINER_NAMED) MPI_Type_free(&t);
+  }
+  return mixed ? MPI_DATATYPE_NULL : base;
+}
+
+/// True for the predefined reduction operators (MPI 3.1 Sec. 5.9.2).
+inline bool builtin_op(MPI_Op op) {
+  for (MPI_Op b : {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND, MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR,
+                   MPI_MINLOC, MPI_MAXLOC, MPI_REPLACE, MPI_NO_OP})
+    if (op == b) return true;
+  return false;
+}
+
+/// The error code of class `cls` whose MPI_Error_string is `text` (a string literal: one
+/// code per text, added with MPI_Add_error_code and MPI_Add_error_string at its first use
+/// in the process; MPI 3.1 Sec. 8.5). MPI_Error_class() of the code is `cls`. The class
+/// itself when the code cannot be added (then MPI_Error_string gives MPI's generic text).
+inline int error_code(int cls, const char* text) {
+  struct Entry {
+    const char* text;
+    int cls, code;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> codes;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : codes)
+    if (e.text == text && e.cls == cls) return e.code;
+  int code = cls;
+  if (MPI_Add_error_code(cls, &code) != MPI_SUCCESS || MPI_Add_error_string(code, text) != MPI_SUCCESS) code = cls;
+  codes.push_back({text, cls, code});
+  return code;
+}
+
+/// Packs `count` elements of `type` (shape `s`) at `user` into `out` (count * s.size bytes,
+/// the type map's bytes in order) with MPI_Pack on `comm`, in pieces of at most INT_MAX
+/// bytes. MPI_ERR_TYPE when MPI_Pack does not produce exactly s.size bytes per element
+/// (a packed representation that is not the native one: a heterogeneous MPI).
+inline int pack_elements(const void* user, uint64_t count, MPI_Datatype type, const TypeShape& s, char* out,
+                         MPI_Comm comm) {
+  if (count == 0 || s.size == 0) return MPI_SUCCESS;
+  const uint64_t per = uint64_t(INT_MAX) / uint64_t(s.size) ? uint64_t(INT_MAX) / uint64_t(s.size) : 1;
+  for (uint64_t done = 0; done < count; done += per) {
+    const uint64_t n = count - done < per ? count - done : per;
+    int pos = 0;
+    const char* from = static_cast<const char*>(user) + MPI_Aint(done) * s.extent;
+    const int rc = MPI_Pack(from, int(n), type, out + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, comm);
+    if (rc != MPI_SUCCESS) return rc;
+    if (uint64_t(pos) != n * uint64_t(s.size)) return MPI_ERR_TYPE;
+  }
+  return MPI_SUCCESS;
+}
+/// The inverse of pack_elements(): `count` elements of `type` from `in` (count * s.size
+/// bytes) into `user`, with MPI_Unpack; only the bytes of the type map are written.
+inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, const TypeShape& s, void* user,
+                           MPI_Comm comm) {
+  if (count == 0 || s.size == 0) return MPI_SUCCESS;
+  const uint64_t per = uint64_t(INT_MAX) / uint64_t(s.size) ? uint64_t(INT_MAX) / uint64_t(s.size) : 1;
+  for (uint64_t done = 0; done < count; done += per) {
+    const uint64_t n = count - done < per ? count - done : per;
+    int pos = 0;
+    char* to = static_cast<char*>(user) + MPI_Aint(done) * s.extent;
+    const int rc = MPI_Unpack(in + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, to, int(n), type, comm);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
 
 /// Testing hook: when set, called with the working buffer (base, element bytes, elements)
 /// once a call has set it up, so a PMPI tracer can express offsets in its elements.
@@ -199,10 +322,11 @@ struct PlanKey {
   uint64_t count, elem_bytes, block_elems;
   bool commutative;
   int64_t segment_env;  ///< BINE_SEGMENT_BYTES, -1 when unset
+  bool packed;          ///< the working buffer holds a non-contiguous datatype packed
   friend bool operator==(const PlanKey& a, const PlanKey& b) {
-    return a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root && a.count == b.count &&
-           a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems && a.commutative == b.commutative &&
-           a.segment_env == b.segment_env;
+    return a.packed == b.packed && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root &&
+           a.count == b.count && a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems &&
+           a.commutative == b.commutative && a.segment_env == b.segment_env;
   }
 };
 /// The plans of one generated function on one thread (a function-local thread_local):
@@ -281,6 +405,7 @@ class BasicContext {
   BasicContext(const BasicContext&) = delete;
   BasicContext& operator=(const BasicContext&) = delete;
   ~BasicContext() {
+    if (packed_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&packed_type_);
     release_pending();
     release_scratch();
     BufferPool::local().release(own_);
@@ -296,7 +421,8 @@ class BasicContext {
   }
 
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
-  /// recvbuf (count elements); sendbuf is never written.
+  /// recvbuf (count elements); sendbuf is never written. Any datatype: a non-contiguous
+  /// one is packed into internal working memory and unpacked into recvbuf by finish().
   int begin_allreduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, 0);
@@ -304,13 +430,24 @@ class BasicContext {
     kind_ = Collective::allreduce;
     op_ = op;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
-    if (sendbuf != MPI_IN_PLACE && count > 0 && sendbuf != recvbuf && !dry_)
-      std::memcpy(recvbuf, sendbuf, count * elem_bytes_);
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_BUFFER, kInPlaceRecv);
+    if ((rc = check_buffer(recvbuf, count, shape_, "receive buffer")) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE) {
+      if ((rc = check_buffer(sendbuf, count, shape_, "send buffer")) != MPI_SUCCESS) return rc;
+      if ((rc = check_alias(sendbuf, count, shape_, recvbuf, count, shape_, MPI_ERR_BUFFER)) != MPI_SUCCESS) return rc;
+    }
+    const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if (packed_) {
+      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
+      set_unpack(recvbuf, 0, count_, user_type_, shape_);
+    } else if (count_ > 0 && src != recvbuf && !dry_) {
+      std::memcpy(recvbuf, src, count_ * elem_bytes_);
+    }
     announce();
     return MPI_SUCCESS;
   }
-  /// Starts a reduce to `root`: like allreduce, but only root's recvbuf is defined at the
-  /// end; non-root ranks use internal scratch when recvbuf is null.
+  /// Starts a reduce to `root`: like allreduce, but only root's recvbuf is significant
+  /// (non-root ranks work in internal memory); MPI_IN_PLACE only as root's sendbuf.
   int begin_reduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
                    MPI_Op op, int root, MPI_Comm comm, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, root);
@@ -318,11 +455,25 @@ class BasicContext {
     kind_ = Collective::reduce;
     op_ = op;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
-    const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (rank_ != root || recvbuf == nullptr) {
-      if (!(buf_ = own(count * elem_bytes_))) return no_memory(count * elem_bytes_);
+    const bool at_root = rank_ == root;
+    if (at_root) {
+      if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+      if ((rc = check_buffer(recvbuf, count, shape_, "receive buffer at the root")) != MPI_SUCCESS) return rc;
+      if (sendbuf != MPI_IN_PLACE &&
+          (rc = check_alias(sendbuf, count, shape_, recvbuf, count, shape_, MPI_ERR_ARG)) != MPI_SUCCESS)
+        return rc;
+    } else if (sendbuf == MPI_IN_PLACE) {
+      return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
     }
-    if (count > 0 && src != buf_ && !dry_) std::memcpy(buf_, src, count * elem_bytes_);
+    if (sendbuf != MPI_IN_PLACE && (rc = check_buffer(sendbuf, count, shape_, "send buffer")) != MPI_SUCCESS) return rc;
+    const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if (packed_) {
+      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
+      if (at_root) set_unpack(recvbuf, 0, count_, user_type_, shape_);
+    } else {
+      if (!at_root && count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+      if (count_ > 0 && src != buf_ && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
+    }
     announce();
     return MPI_SUCCESS;
   }
@@ -330,71 +481,151 @@ class BasicContext {
   int begin_bcast(void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm) {
     int rc = begin(buffer, count, datatype, comm, root);
     kind_ = Collective::bcast;
+    if (rc != MPI_SUCCESS) return rc;
+    if (buffer == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceBcast);
+    if ((rc = check_buffer(buffer, count, shape_, "buffer")) != MPI_SUCCESS) return rc;
+    if (packed_) {
+      if ((rc = pack_vector(rank_ == root ? buffer : nullptr)) != MPI_SUCCESS) return rc;
+      if (rank_ != root) set_unpack(buffer, 0, count_, user_type_, shape_);
+    }
     announce();
-    return rc;
+    return MPI_SUCCESS;
   }
   /// Allgather: rank i's sendbuf (sendcount x sendtype, or MPI_IN_PLACE: already at block i
   /// of recvbuf) ends in block i of every rank's recvbuf (p blocks of recvcount x recvtype).
-  /// Blocks move as bytes; both types must be contiguous with equal block sizes.
+  /// Blocks move as bytes (the types' packed bytes); the type signatures must have equal
+  /// sizes (MPI_ERR_TRUNCATE). Non-contiguous types are packed / unpacked with MPI_Pack.
   int begin_allgather(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
                       size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     kind_ = Collective::allgather;
-    int rc = begin_blocks(recvbuf, recvcount, recvtype, comm, 0);
+    TypeShape rs, ss;
+    int rc = begin_blocks(recvcount, recvtype, rs, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
-    if (sendbuf != MPI_IN_PLACE) rc = copy_in_own_block(sendbuf, sendcount, sendtype);
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    if ((rc = check_buffer(recvbuf, recvcount * uint64_t(size_), rs, "receive buffer")) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE) {
+      if ((rc = check_block_type(sendcount, sendtype, ss)) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(sendbuf, sendcount, ss, "send buffer")) != MPI_SUCCESS) return rc;
+      if ((rc = check_alias(sendbuf, sendcount, ss, recvbuf, recvcount * uint64_t(size_), rs, MPI_ERR_BUFFER)) !=
+          MPI_SUCCESS)
+        return rc;
+    }
+    if ((rc = working_blocks(rs.contiguous ? recvbuf : nullptr)) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE)
+      rc = block_in(sendbuf, sendcount, sendtype, ss);
+    else if (!rs.contiguous)
+      rc = block_in(static_cast<char*>(recvbuf) + MPI_Aint(uint64_t(rank_) * recvcount) * rs.extent, recvcount,
+                    recvtype, rs);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!rs.contiguous) set_unpack(recvbuf, 0, recvcount * uint64_t(size_), recvtype, rs);
     announce();
-    return rc;
+    return MPI_SUCCESS;
   }
   /// Gather to root: block i of root's recvbuf (p blocks of recvcount x recvtype) receives
-  /// rank i's sendbuf; MPI_IN_PLACE at the root. Non-root ranks use internal scratch of
-  /// p blocks.
+  /// rank i's sendbuf; MPI_IN_PLACE as root's sendbuf. Non-root ranks use internal memory
+  /// of p blocks. Root and non-root may use different types of equal signature size.
   int begin_gather(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
                    size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     kind_ = Collective::gather;
     int rc = MPI_Comm_rank(comm, &rc_rank_);
     if (rc != MPI_SUCCESS) return rc;
     const bool at_root = rc_rank_ == root;
-    rc = begin_blocks(at_root ? recvbuf : nullptr, at_root ? recvcount : sendcount,
-                      at_root ? recvtype : sendtype, comm, root);
+    if (!at_root && sendbuf == MPI_IN_PLACE) {
+      comm_ = comm;
+      return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
+    }
+    TypeShape bs, ss;
+    rc = begin_blocks(at_root ? recvcount : sendcount, at_root ? recvtype : sendtype, bs, comm, root);
     if (rc != MPI_SUCCESS) return rc;
-    if (!(at_root && sendbuf == MPI_IN_PLACE)) rc = copy_in_own_block(sendbuf, sendcount, sendtype);
+    if (at_root) {
+      if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+      if ((rc = check_buffer(recvbuf, recvcount * uint64_t(size_), bs, "receive buffer at the root")) != MPI_SUCCESS)
+        return rc;
+    }
+    if (sendbuf != MPI_IN_PLACE) {
+      if ((rc = check_block_type(sendcount, sendtype, ss)) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(sendbuf, sendcount, ss, "send buffer")) != MPI_SUCCESS) return rc;
+      if (at_root && (rc = check_alias(sendbuf, sendcount, ss, recvbuf, recvcount * uint64_t(size_), bs,
+                                       MPI_ERR_BUFFER)) != MPI_SUCCESS)
+        return rc;
+    }
+    if ((rc = working_blocks(at_root && bs.contiguous ? recvbuf : nullptr)) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE)
+      rc = block_in(sendbuf, sendcount, sendtype, ss);
+    else if (!bs.contiguous)
+      rc = block_in(static_cast<char*>(recvbuf) + MPI_Aint(uint64_t(rank_) * recvcount) * bs.extent, recvcount,
+                    recvtype, bs);
+    if (rc != MPI_SUCCESS) return rc;
+    if (at_root && !bs.contiguous) set_unpack(recvbuf, 0, recvcount * uint64_t(size_), recvtype, bs);
     announce();
-    return rc;
+    return MPI_SUCCESS;
   }
   /// Scatter from root: block i of root's sendbuf (p blocks of sendcount x sendtype) ends
-  /// in rank i's recvbuf (or stays in place at the root with MPI_IN_PLACE). The root works
-  /// on a copy, so sendbuf is only read.
+  /// in rank i's recvbuf (or stays in place at the root with MPI_IN_PLACE as its recvbuf).
+  /// The root works on a copy, so sendbuf is only read.
   int begin_scatter(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
                     size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     kind_ = Collective::scatter;
     int rc = MPI_Comm_rank(comm, &rc_rank_);
     if (rc != MPI_SUCCESS) return rc;
     const bool at_root = rc_rank_ == root;
-    rc = begin_blocks(nullptr, at_root ? sendcount : recvcount, at_root ? sendtype : recvtype, comm, root);
+    if (!at_root && recvbuf == MPI_IN_PLACE) {
+      comm_ = comm;
+      return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
+    }
+    TypeShape bs, rs;
+    rc = begin_blocks(at_root ? sendcount : recvcount, at_root ? sendtype : recvtype, bs, comm, root);
     if (rc != MPI_SUCCESS) return rc;
-    if (at_root && count_ > 0 && !dry_) std::memcpy(buf_, sendbuf, count_ * elem_bytes_);
-    if (!(at_root && recvbuf == MPI_IN_PLACE)) {
-      if ((rc = check_block_type(recvcount, recvtype)) != MPI_SUCCESS) return rc;
-      out_ = recvbuf;
+    if (at_root) {
+      if (sendbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceSend);
+      if ((rc = check_buffer(sendbuf, sendcount * uint64_t(size_), bs, "send buffer at the root")) != MPI_SUCCESS)
+        return rc;
+    }
+    const bool out = !(at_root && recvbuf == MPI_IN_PLACE);
+    if (out) {
+      if ((rc = check_block_type(recvcount, recvtype, rs)) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(recvbuf, recvcount, rs, "receive buffer")) != MPI_SUCCESS) return rc;
+      if (at_root && (rc = check_alias(sendbuf, sendcount * uint64_t(size_), bs, recvbuf, recvcount, rs,
+                                       MPI_ERR_BUFFER)) != MPI_SUCCESS)
+        return rc;
+    }
+    if ((rc = working_blocks(nullptr)) != MPI_SUCCESS) return rc;
+    if (at_root && (rc = vector_in(sendbuf, sendcount * uint64_t(size_), sendtype, bs)) != MPI_SUCCESS) return rc;
+    if (out) {
+      if (rs.contiguous)
+        out_ = recvbuf;
+      else
+        set_unpack(recvbuf, uint64_t(rank_) * block_elems_, recvcount, recvtype, rs);
     }
     announce();
     return MPI_SUCCESS;
   }
   /// Alltoall: block j of rank i's sendbuf (p blocks of sendcount x sendtype, or recvbuf
   /// with MPI_IN_PLACE) ends in block i of rank j's recvbuf. Works on an internal copy of
-  /// p blocks, copied to recvbuf by finish().
+  /// p blocks, copied (or unpacked) to recvbuf by finish().
   int begin_alltoall(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
                      size_t recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     kind_ = Collective::alltoall;
-    int rc = begin_blocks(nullptr, recvcount, recvtype, comm, 0);
+    TypeShape rs, ss;
+    int rc = begin_blocks(recvcount, recvtype, rs, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
-    const void* src = recvbuf;
+    const uint64_t p = uint64_t(size_);
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    if ((rc = check_buffer(recvbuf, recvcount * p, rs, "receive buffer")) != MPI_SUCCESS) return rc;
     if (sendbuf != MPI_IN_PLACE) {
-      if ((rc = check_block_type(sendcount, sendtype)) != MPI_SUCCESS) return rc;
-      src = sendbuf;
+      if ((rc = check_block_type(sendcount, sendtype, ss)) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(sendbuf, sendcount * p, ss, "send buffer")) != MPI_SUCCESS) return rc;
+      if ((rc = check_alias(sendbuf, sendcount * p, ss, recvbuf, recvcount * p, rs, MPI_ERR_BUFFER)) != MPI_SUCCESS)
+        return rc;
     }
-    if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_);
-    out_all_ = recvbuf;
+    if ((rc = working_blocks(nullptr)) != MPI_SUCCESS) return rc;
+    rc = sendbuf != MPI_IN_PLACE ? vector_in(sendbuf, sendcount * p, sendtype, ss)
+                                 : vector_in(recvbuf, recvcount * p, recvtype, rs);
+    if (rc != MPI_SUCCESS) return rc;
+    if (rs.contiguous)
+      out_all_ = recvbuf;
+    else
+      set_unpack(recvbuf, 0, recvcount * p, recvtype, rs);
     announce();
     return MPI_SUCCESS;
   }
@@ -407,14 +638,27 @@ class BasicContext {
     int rc = begin(nullptr, recvcount, datatype, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
     op_ = op;
+    const uint64_t p = uint64_t(size_);
+    if ((rc = check_count(recvcount, shape_, p)) != MPI_SUCCESS) return rc;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
-    blocked_ = true;
-    block_elems_ = recvcount;
-    count_ = recvcount * uint64_t(size_);
-    if (!(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    if ((rc = check_buffer(recvbuf, recvcount, shape_, "receive buffer")) != MPI_SUCCESS) return rc;
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
-    out_ = recvbuf;
+    if ((rc = check_buffer(src, recvcount * p, shape_, "send buffer")) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE &&
+        (rc = check_alias(sendbuf, recvcount * p, shape_, recvbuf, recvcount, shape_, MPI_ERR_BUFFER)) != MPI_SUCCESS)
+      return rc;
+    blocked_ = true;
+    block_elems_ = count_ == 0 ? 0 : recvcount;
+    count_ = block_elems_ * p;
+    if (packed_) {
+      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
+      set_unpack(recvbuf, uint64_t(rank_) * block_elems_ * elem_bytes_, block_elems_, user_type_, shape_);
+    } else {
+      if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
+      out_ = recvbuf;
+    }
     announce();
     return MPI_SUCCESS;
   }
@@ -462,7 +706,8 @@ class BasicContext {
   /// call is not finished().
   int plan(PlanCache& function_cache) {
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
-    const PlanKey k{int(kind_), size_, rank_, root_, count_, elem_bytes_, block_elems_, commutative(), segment_env()};
+    const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
+                    elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
       if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
@@ -490,8 +735,8 @@ class BasicContext {
   bool replayed() const { return replayed_; }
 
   /// The end of every call: the vector back from ext_ (`scratch`), the internal copy to
-  /// recvbuf (alltoall), this rank's block out (scatter, reduce_scatter); the first
-  /// pending domain error.
+  /// recvbuf (alltoall), this rank's block out (scatter, reduce_scatter), the unpacking
+  /// into a non-contiguous user buffer (set_unpack()); the first pending domain error.
   int copy_out() {
     if (dry_) return fail_domain();
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
@@ -499,6 +744,12 @@ class BasicContext {
     if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
+    if (unpack_to_ && unpack_count_ > 0) {
+      const char* home = static_cast<const char*>(vec_out_ ? vec_out_ : buf_);
+      const int rc =
+          unpack_elements(home + unpack_from_, unpack_count_, unpack_type_, unpack_shape_, unpack_to_, comm_);
+      if (rc != MPI_SUCCESS) return rc;
+    }
     return fail_domain();
   }
 
@@ -749,9 +1000,9 @@ class BasicContext {
             char* t = src + d * elem_bytes_;
             int rc;
             if (received_is_left_operand(pd.x->peer, rank_)) {
-              rc = transport_.reduce_local(t, dd, int(c));
+              rc = reduce_elements(t, dd, c);
             } else {
-              rc = transport_.reduce_local(dd, t, int(c));
+              rc = reduce_elements(dd, t, c);
               if (rc == MPI_SUCCESS) std::memcpy(dd, t, c * elem_bytes_);
             }
             if (rc != MPI_SUCCESS) return rc;
@@ -773,69 +1024,169 @@ class BasicContext {
     return e < 1 ? 1 : e < kMaxChunk ? e : kMaxChunk;
   }
 
+  // The texts MPI_Error_string gives for the argument errors (error_code(): one code each).
+  static constexpr const char* kInPlaceRecv = "bine: MPI_IN_PLACE given as the receive buffer";
+  static constexpr const char* kInPlaceSend = "bine: MPI_IN_PLACE given as the root's send buffer of a scatter";
+  static constexpr const char* kInPlaceNonRoot = "bine: MPI_IN_PLACE given on a rank other than the root";
+  static constexpr const char* kInPlaceBcast = "bine: MPI_IN_PLACE given as the buffer of a broadcast";
+  static constexpr const char* kNullBuffer = "bine: a NULL buffer where count > 0 elements must be read or written";
+  static constexpr const char* kAlias = "bine: send and receive buffers overlap without MPI_IN_PLACE";
+  static constexpr const char* kCount = "bine: count x datatype extent overflows the address space";
+  static constexpr const char* kRoot = "bine: root outside 0..p-1";
+  static constexpr const char* kType = "bine: an invalid datatype";
+  static constexpr const char* kTruncate = "bine: send and receive type signatures differ in size";
+  static constexpr const char* kOpType = "bine: a predefined operator on a datatype that mixes element types";
+
+  /// An argument error: the registered code of class `cls` for `reason` (error_code()),
+  /// with `reason` (without its "bine: ") as the error text.
+  int arg_error(int cls, const char* reason) const { return fail(error_code(cls, reason), "%s", reason + 6); }
+  /// MPI_ERR_BUFFER when `buf` is NULL (MPI_BOTTOM) and count elements of shape `s` would be
+  /// accessed from address true_lb <= 0 (a type of absolute addresses has true_lb > 0).
+  int check_buffer(const void* buf, uint64_t count, const TypeShape& s, const char* what) const {
+    if (buf != nullptr || count == 0 || s.size == 0 || s.true_lb > 0) return MPI_SUCCESS;
+    return fail(error_code(MPI_ERR_BUFFER, kNullBuffer), "the %s is NULL with %llu elements of %d bytes to access",
+                what, (unsigned long long)count, s.size);
+  }
+  /// The bytes [lo, hi) that `count` elements of shape `s` at `buf` span (true extent).
+  static void span(const void* buf, uint64_t count, const TypeShape& s, uintptr_t& lo, uintptr_t& hi) {
+    lo = uintptr_t(buf) + uintptr_t(s.true_lb);
+    hi = lo + uintptr_t(count - 1) * uintptr_t(s.extent) + uintptr_t(s.true_extent);
+  }
+  /// Aliasing without MPI_IN_PLACE (MPI 3.1 Sec. 2.3: OUT arguments do not alias): the
+  /// same address, or, for two contiguous types, overlapping byte ranges; `cls` is the
+  /// class Open MPI uses for it.
+  int check_alias(const void* a, uint64_t na, const TypeShape& sa, const void* b, uint64_t nb, const TypeShape& sb,
+                  int cls) const {
+    if (na == 0 || nb == 0 || sa.size == 0 || sb.size == 0) return MPI_SUCCESS;
+    bool overlap = a == b;
+    if (!overlap && sa.contiguous && sb.contiguous) {
+      uintptr_t alo, ahi, blo, bhi;
+      span(a, na, sa, alo, ahi);
+      span(b, nb, sb, blo, bhi);
+      overlap = alo < bhi && blo < ahi;
+    }
+    return overlap ? arg_error(cls, kAlias) : MPI_SUCCESS;
+  }
+  /// MPI_ERR_COUNT when count x `blocks` elements of shape `s` span more than PTRDIFF_MAX
+  /// bytes (size or extent, whichever is larger).
+  int check_count(uint64_t count, const TypeShape& s, uint64_t blocks) const {
+    uint64_t unit = uint64_t(s.size);
+    const uint64_t ext = uint64_t(s.extent < 0 ? -s.extent : s.extent);
+    const uint64_t text = uint64_t(s.true_extent < 0 ? -s.true_extent : s.true_extent);
+    if (ext > unit) unit = ext;
+    if (text > unit) unit = text;
+    uint64_t n = 0, bytes = 0;
+    if (__builtin_mul_overflow(count, blocks, &n) || __builtin_mul_overflow(n, unit, &bytes) ||
+        bytes > uint64_t(PTRDIFF_MAX))
+      return fail(error_code(MPI_ERR_COUNT, kCount),
+                  "count %llu x %llu blocks of %llu bytes overflows the address space", (unsigned long long)count,
+                  (unsigned long long)blocks, (unsigned long long)unit);
+    return MPI_SUCCESS;
+  }
+  /// The shape of `type`, or MPI_ERR_TYPE.
+  int shape_of(MPI_Datatype type, TypeShape& s) const {
+    if (type_shape(type, s) != MPI_SUCCESS) return arg_error(MPI_ERR_TYPE, kType);
+    if (s.size > 0 && s.extent <= 0)
+      return fail(error_code(MPI_ERR_TYPE, kType), "a datatype with a non-positive extent is not supported");
+    return MPI_SUCCESS;
+  }
+
+  /// The common start of the collectives over one vector (allreduce, reduce, bcast,
+  /// reduce_scatter): communicator, root, datatype, count. A datatype of size 0 makes the
+  /// call a no-op (count_ = 0: no data to move); a non-contiguous one is worked on packed
+  /// (packed_: elements of type-size bytes, moved as a contiguous byte type).
   int begin(void* buf, size_t count, MPI_Datatype datatype, MPI_Comm comm, int root) {
     buf_ = buf;
     count_ = count;
-    datatype_ = datatype;
+    datatype_ = user_type_ = datatype;
     comm_ = comm;
     int rc, size, rank;
     if ((rc = MPI_Comm_size(comm, &size)) != MPI_SUCCESS) return rc;
     if ((rc = MPI_Comm_rank(comm, &rank)) != MPI_SUCCESS) return rc;
     size_ = size;
     rank_ = rank;
-    if (root < 0 || root >= size) return fail(MPI_ERR_ROOT, "root %d outside 0..%d", root, size - 1);
+    if (root < 0 || root >= size) return fail(error_code(MPI_ERR_ROOT, kRoot), "root %d outside 0..%d", root, size - 1);
     root_ = root;
-    int type_size;
-    MPI_Aint lb, extent, true_lb, true_extent;
-    if ((rc = MPI_Type_size(datatype, &type_size)) != MPI_SUCCESS) return rc;
-    if ((rc = MPI_Type_get_extent(datatype, &lb, &extent)) != MPI_SUCCESS) return rc;
-    if ((rc = MPI_Type_get_true_extent(datatype, &true_lb, &true_extent)) != MPI_SUCCESS)
-      return rc;
-    if (lb != 0 || true_lb != 0 || extent != type_size || true_extent != type_size || type_size <= 0)
-      return fail(MPI_ERR_TYPE, "the datatype is not contiguous with a positive size (non-contiguous types are not supported)");
-    elem_bytes_ = uint64_t(type_size);
+    if ((rc = shape_of(datatype, shape_)) != MPI_SUCCESS) return rc;
+    if ((rc = check_count(count, shape_, 1)) != MPI_SUCCESS) return rc;
+    if (shape_.size == 0) count_ = 0;  // zero-size type: nothing to move
+    elem_bytes_ = shape_.size > 0 ? uint64_t(shape_.size) : 1;
+    if (!shape_.contiguous && count_ > 0) {
+      packed_ = true;
+      if ((rc = MPI_Type_contiguous(shape_.size, MPI_BYTE, &packed_type_)) != MPI_SUCCESS ||
+          (rc = MPI_Type_commit(&packed_type_)) != MPI_SUCCESS)
+        return rc;
+      datatype_ = packed_type_;
+    }
     return MPI_SUCCESS;
   }
-  /// A non-commutative operator needs a schedule proved order-preserving for this p:
-  /// order_p lists the ranges of p where the verifier proved canonical order.
-  /// Rank-indexed blocks moved as bytes: block size = count x type size.
-  int begin_blocks(void* buf, size_t count, MPI_Datatype type, MPI_Comm comm, int root) {
+  /// Packed mode: the working buffer (internal) filled with the count_ elements of the
+  /// user's type at `src` (nothing read when src is null or in a dry run).
+  int pack_vector(const void* src) {
+    if (count_ == 0) return MPI_SUCCESS;
+    if (!(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+    if (!src || dry_) return MPI_SUCCESS;
+    const int rc = pack_elements(src, count_, user_type_, shape_, static_cast<char*>(buf_), comm_);
+    return rc == MPI_ERR_TYPE ? fail(rc, "MPI_Pack's representation is not the native one") : rc;
+  }
+  /// finish() unpacks `count` elements of `type` from byte `from` of the vector into `user`.
+  void set_unpack(void* user, uint64_t from, uint64_t count, MPI_Datatype type, const TypeShape& s) {
+    unpack_to_ = user;
+    unpack_from_ = from;
+    unpack_count_ = count;
+    unpack_type_ = type;
+    unpack_shape_ = s;
+  }
+  /// Rank-indexed blocks moved as bytes: the geometry from `count` elements of `type`
+  /// (block = count x type size bytes), whose shape is stored in `s`.
+  int begin_blocks(size_t count, MPI_Datatype type, TypeShape& s, MPI_Comm comm, int root) {
     int rc = begin(nullptr, 0, MPI_BYTE, comm, root);
     if (rc != MPI_SUCCESS) return rc;
     blocked_ = true;
-    int tsize = 0;
-    if ((rc = check_block_type(count, type)) != MPI_SUCCESS) return rc;
-    MPI_Type_size(type, &tsize);
-    block_elems_ = uint64_t(count) * uint64_t(tsize);
+    if ((rc = shape_of(type, s)) != MPI_SUCCESS) return rc;
+    if ((rc = check_count(count, s, uint64_t(size_))) != MPI_SUCCESS) return rc;
+    block_elems_ = uint64_t(count) * uint64_t(s.size);
     count_ = block_elems_ * uint64_t(size_);
-    if (buf) {
-      buf_ = buf;
-    } else if (!(buf_ = own(count_))) {
+    return MPI_SUCCESS;
+  }
+  /// The working buffer of the rank-indexed collectives: `user` (contiguous, p blocks) or
+  /// internal memory.
+  int working_blocks(void* user) {
+    if (user) {
+      buf_ = user;
+    } else if (count_ > 0 && !(buf_ = own(count_))) {
       return no_memory(count_);
     }
     return MPI_SUCCESS;
   }
-  /// A contiguous type whose count elements make one block of block_elems_ bytes (0 before
-  /// the geometry is set).
-  int check_block_type(size_t count, MPI_Datatype type) const {
-    int tsize = 0, rc;
-    MPI_Aint lb, extent, tlb, textent;
-    if ((rc = MPI_Type_size(type, &tsize)) != MPI_SUCCESS) return rc;
-    if ((rc = MPI_Type_get_extent(type, &lb, &extent)) != MPI_SUCCESS) return rc;
-    if ((rc = MPI_Type_get_true_extent(type, &tlb, &textent)) != MPI_SUCCESS) return rc;
-    if (lb != 0 || tlb != 0 || extent != tsize || textent != tsize)
-      return fail(MPI_ERR_TYPE, "the datatype is not contiguous (non-contiguous types are not supported)");
-    if (block_elems_ > 0 && uint64_t(count) * uint64_t(tsize) != block_elems_)
-      return fail(MPI_ERR_TRUNCATE, "send and receive blocks differ in size (%llu vs %llu bytes)",
-                  (unsigned long long)(uint64_t(count) * uint64_t(tsize)), (unsigned long long)block_elems_);
+  /// `count` elements of `type` make one block of block_elems_ bytes (MPI_ERR_TRUNCATE
+  /// otherwise: the type signatures cannot match); their shape goes to `s`.
+  int check_block_type(size_t count, MPI_Datatype type, TypeShape& s) const {
+    int rc;
+    if ((rc = shape_of(type, s)) != MPI_SUCCESS) return rc;
+    if ((rc = check_count(count, s, uint64_t(size_))) != MPI_SUCCESS) return rc;
+    if (uint64_t(count) * uint64_t(s.size) != block_elems_)
+      return fail(error_code(MPI_ERR_TRUNCATE, kTruncate),
+                  "send and receive blocks differ in size (%llu vs %llu bytes)",
+                  (unsigned long long)(uint64_t(count) * uint64_t(s.size)), (unsigned long long)block_elems_);
     return MPI_SUCCESS;
   }
-  int copy_in_own_block(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype) {
-    const int rc = check_block_type(sendcount, sendtype);
-    if (rc != MPI_SUCCESS) return rc;
-    if (block_elems_ > 0 && !dry_)
-      std::memcpy(static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_, sendbuf, block_elems_);
-    return MPI_SUCCESS;
+  /// This rank's block of the working buffer from `count` elements of `type` at `src`.
+  int block_in(const void* src, size_t count, MPI_Datatype type, const TypeShape& s) {
+    return copy_in(src, count, type, s, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_);
+  }
+  /// The whole working buffer (p blocks) from `count` elements of `type` at `src`.
+  int vector_in(const void* src, uint64_t count, MPI_Datatype type, const TypeShape& s) {
+    return copy_in(src, count, type, s, static_cast<char*>(buf_));
+  }
+  int copy_in(const void* src, uint64_t count, MPI_Datatype type, const TypeShape& s, char* to) {
+    if (count == 0 || s.size == 0 || dry_) return MPI_SUCCESS;
+    if (s.contiguous) {
+      if (to != src) std::memcpy(to, src, count * uint64_t(s.size));
+      return MPI_SUCCESS;
+    }
+    const int rc = pack_elements(src, count, type, s, to, comm_);
+    return rc == MPI_ERR_TYPE ? fail(rc, "MPI_Pack's representation is not the native one") : rc;
   }
   /// The internal working buffer (from the thread's BufferPool, not zero-filled: the
   /// schedule writes every block it reads, as the verifier checks); null when out of memory.
@@ -873,6 +1224,58 @@ class BasicContext {
     if (!commutative && !order_proved)
       return fail(MPI_ERR_OP, "the operator is not commutative and the schedule is not proved order-preserving at p = %lld",
                   (long long)size_);
+    // The type local reductions use (reduce_elements()): a user operator gets the user's
+    // datatype; a predefined one the single predefined type of the datatype's type map,
+    // k of them per element (MPI applies predefined operators element-wise, MPI 3.1 Sec.
+    // 5.9.2; Open MPI itself refuses them on derived types).
+    red_type_ = user_type_;
+    red_k_ = 1;
+    red_shape_ = shape_;
+    if (builtin_op(op_) && count_ > 0) {
+      const MPI_Datatype b = base_type(user_type_);  // one MPI_Type_get_envelope for a predefined type
+      if (b == MPI_DATATYPE_NULL) return arg_error(MPI_ERR_OP, kOpType);
+      int bsize = 0;
+      if (b != user_type_ && MPI_Type_size(b, &bsize) == MPI_SUCCESS && bsize > 0 && shape_.size % bsize == 0) {
+        red_type_ = b;
+        red_k_ = uint64_t(shape_.size / bsize);
+        if (const int trc = type_shape(red_type_, red_shape_); trc != MPI_SUCCESS) return trc;
+      }
+    }
+    via_transport_ = !packed_ && red_type_ == user_type_;
+    return MPI_SUCCESS;
+  }
+  /// inout = in op inout over `count` working-buffer elements: through the transport for
+  /// a contiguous datatype reduced as itself; else MPI_Reduce_local on red_type_ (count x
+  /// red_k_ of them), straight on the packed bytes when red_type_ is contiguous, through
+  /// unpacked copies in its own layout otherwise (a user operator on a non-contiguous
+  /// type, MINLOC on MPI_DOUBLE_INT, ...).
+  int reduce_elements(const void* in, void* inout, uint64_t count) {
+    if (via_transport_) return transport_.reduce_local(in, inout, int(count));
+    const uint64_t n = count * red_k_;
+    const uint64_t unit = uint64_t(red_shape_.size);
+    for (uint64_t d = 0; d < n; d += kMaxChunk) {
+      const uint64_t c = n - d < kMaxChunk ? n - d : kMaxChunk;
+      const char* a = static_cast<const char*>(in) + d * unit;
+      char* b = static_cast<char*>(inout) + d * unit;
+      int rc;
+      if (red_shape_.contiguous) {
+        rc = MPI_Reduce_local(a, b, int(c), red_type_, op_);
+      } else {
+        const uint64_t bytes = (c - 1) * uint64_t(red_shape_.extent) + uint64_t(red_shape_.true_extent);
+        char* ta = BufferPool::local().acquire(bytes);
+        char* tb = BufferPool::local().acquire(bytes);
+        rc = ta && tb ? MPI_SUCCESS : no_memory(2 * bytes);
+        char* ua = ta - red_shape_.true_lb;  // element 0 of the user layout
+        char* ub = tb - red_shape_.true_lb;
+        if (rc == MPI_SUCCESS) rc = unpack_elements(a, c, red_type_, red_shape_, ua, comm_);
+        if (rc == MPI_SUCCESS) rc = unpack_elements(b, c, red_type_, red_shape_, ub, comm_);
+        if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(ua, ub, int(c), red_type_, op_);
+        if (rc == MPI_SUCCESS) rc = pack_elements(ub, c, red_type_, red_shape_, b, comm_);
+        BufferPool::local().release(ta);
+        BufferPool::local().release(tb);
+      }
+      if (rc != MPI_SUCCESS) return rc;
+    }
     return MPI_SUCCESS;
   }
   /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
@@ -1029,7 +1432,7 @@ class BasicContext {
       char* src = base + (from[i].first + di) * elem_bytes_;
       char* dst = base + (to[j].first + dj) * elem_bytes_;
       if (l.reduce) {
-        const int rc = transport_.reduce_local(src, dst, int(c));
+        const int rc = reduce_elements(src, dst, c);
         if (rc != MPI_SUCCESS) return rc;
       } else {
         std::memmove(dst, src, c * elem_bytes_);
@@ -1082,7 +1485,19 @@ class BasicContext {
   void* vec_out_ = nullptr;      ///< the vector's home when working in ext_: copied back by finish()
   int64_t scratch_buffers_ = 0;  ///< K
   uint64_t count_ = 0, elem_bytes_ = 1;
-  MPI_Datatype datatype_ = MPI_DATATYPE_NULL;
+  MPI_Datatype datatype_ = MPI_DATATYPE_NULL;     ///< the element type messages use (packed_type_ in packed mode)
+  MPI_Datatype user_type_ = MPI_DATATYPE_NULL;    ///< the collective's datatype, as the user gave it
+  TypeShape shape_;                               ///< user_type_'s layout
+  bool packed_ = false;                           ///< non-contiguous user_type_: the working buffer holds it packed
+  MPI_Datatype packed_type_ = MPI_DATATYPE_NULL;  ///< MPI_Type_contiguous(size, MPI_BYTE), freed at the end
+  void* unpack_to_ = nullptr;                     ///< set_unpack(): where copy_out() unpacks to
+  uint64_t unpack_from_ = 0, unpack_count_ = 0;
+  MPI_Datatype unpack_type_ = MPI_DATATYPE_NULL;
+  TypeShape unpack_shape_;
+  MPI_Datatype red_type_ = MPI_DATATYPE_NULL;  ///< the type local reductions use (check_op())
+  uint64_t red_k_ = 1;                         ///< red_type_ elements per working-buffer element
+  TypeShape red_shape_;
+  bool via_transport_ = true;  ///< reductions through transport_.reduce_local
   MPI_Op op_ = MPI_OP_NULL;
   bool commutative_ = true;      ///< the operator's, from check_op()
   MPI_Comm comm_ = MPI_COMM_NULL;

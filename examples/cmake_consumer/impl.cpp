@@ -1,0 +1,3 @@
+// The one C++ translation unit holding the generated collectives' definitions.
+#define BINE_IMPLEMENTATION
+#include "consumer_bine.h"
