@@ -161,8 +161,8 @@ class Simulator {
     if (prm_.gamma * double(piece) > a + double(piece * v_.elem_size) * b) return e;
     return e - (e - 1) / piece * piece;  // the last piece
   }
-  /// Pairs the k-th send from x to y in round t with the k-th receive of y from x in
-  /// round t (the verifier's matching), and prices each message.
+  /// Pairs each send with the receive it meets (match_round(), schedule.h: the verifier's
+  /// rule) and prices each message.
   bool build_messages(std::string& err) {
     p_ = s_.p;
     T_ = s_.num_rounds;
@@ -173,17 +173,15 @@ class Simulator {
               std::to_string(T_);
         return false;
       }
-    // Per round: every rank's sends sorted by (destination, posting index) and receives
-    // sorted by (source, posting index); the j-th send of x to y meets the j-th receive
-    // of y from x.
-    std::vector<std::pair<int64_t, int64_t>> sends, recvs;  // (peer, op index)
-    std::vector<size_t> send_at(size_t(p_) + 1), recv_at(size_t(p_) + 1);
+    // Per round: every rank's sends sorted by (destination, posting index), the order
+    // messages are listed in.
+    std::vector<std::pair<int64_t, int64_t>> sends;  // (peer, op index)
+    std::vector<size_t> send_at(size_t(p_) + 1);
+    RoundMatching match;
     for (int64_t t = 0; t < T_; ++t) {
       sends.clear();
-      recvs.clear();
       for (int64_t y = 0; y < p_; ++y) {
         send_at[size_t(y)] = sends.size();
-        recv_at[size_t(y)] = recvs.size();
         const Round& rd = s_.ranks[size_t(y)][size_t(t)];
         for (size_t i = 0; i < rd.size(); ++i) {
           // A local reduction costs gamma per element after the round's messages, like a
@@ -199,82 +197,55 @@ class Simulator {
             return false;
           }
           if (const auto* rv = std::get_if<RecvOp>(&rd[i])) {
-            recvs.push_back({x, int64_t(i)});
             if (rv->reduce) reduce_[at(y, t)] += exposed_reduction(rd, i, x, y, t);
           } else {
             sends.push_back({x, int64_t(i)});
           }
         }
         std::sort(sends.begin() + long(send_at[size_t(y)]), sends.end());
-        std::sort(recvs.begin() + long(recv_at[size_t(y)]), recvs.end());
       }
       send_at[size_t(p_)] = sends.size();
-      recv_at[size_t(p_)] = recvs.size();
-      // [first, last) of the entries of rank y's sorted list `v` (offsets `at`) with peer x
-      auto group = [](const std::vector<std::pair<int64_t, int64_t>>& v, const std::vector<size_t>& at, int64_t y, int64_t x) {
-        const auto b = v.begin() + long(at[size_t(y)]), e = v.begin() + long(at[size_t(y) + 1]);
-        const auto lo = std::lower_bound(b, e, std::pair<int64_t, int64_t>{x, INT64_MIN});
-        const auto hi = std::lower_bound(lo, e, std::pair<int64_t, int64_t>{x + 1, INT64_MIN});
-        return std::make_pair(size_t(lo - v.begin()), size_t(hi - v.begin()));
-      };
-      for (int64_t x = 0; x < p_; ++x) {
-        for (size_t i = send_at[size_t(x)]; i < send_at[size_t(x) + 1];) {
-          const int64_t y = sends[i].first;
-          const auto [s0, s1] = group(sends, send_at, x, y);
-          const auto [r0, r1] = group(recvs, recv_at, y, x);
-          if (s1 - s0 != r1 - r0) {
-            const bool more_sends = s1 - s0 > r1 - r0;
-            const size_t k = std::min(s1 - s0, r1 - r0) + 1;
-            err = "round " + std::to_string(t) + ": " +
-                  (more_sends ? "send " + std::to_string(k) + " from rank " + std::to_string(x) + " to rank " + std::to_string(y) +
-                                    " has no matching receive"
-                              : "receive " + std::to_string(k) + " of rank " + std::to_string(y) + " from rank " +
-                                    std::to_string(x) + " has no matching send");
-            return false;
-          }
-          const bool bidirectional = group(sends, send_at, y, x).first != group(sends, send_at, y, x).second;
-          for (size_t j = 0; j < s1 - s0; ++j) {
-            const auto& sd = std::get<SendOp>(s_.ranks[size_t(x)][size_t(t)][size_t(sends[s0 + j].second)]);
-            const auto& rv = std::get<RecvOp>(s_.ranks[size_t(y)][size_t(t)][size_t(recvs[r0 + j].second)]);
-            Message m;
-            m.src = x;
-            m.dst = y;
-            m.round = t;
-            m.send_index = sends[s0 + j].second;
-            m.elements = block_elements(sd.blocks, v_.elements, s_.blocks);
-            // Rank-indexed collectives move k-th block to k-th block between different
-            // sets of equal count (their blocks are equal in MPI); the message's size is the
-            // sender's. Vector collectives send and receive the same blocks.
-            const uint64_t got = block_elements(rv.blocks, v_.elements, s_.blocks);
-            if (got != m.elements && !(collective_has_rank_blocks(s_.collective) && sd.blocks.size() == rv.blocks.size())) {
-              err = "round " + std::to_string(t) + ": rank " + std::to_string(x) + " sends " + std::to_string(m.elements) +
-                    " elements to rank " + std::to_string(y) + ", which receives " + std::to_string(got);
-              return false;
-            }
-            m.bytes = m.elements * v_.elem_size;
-            m.local = prm_.local(x, y);
-            m.bidirectional = bidirectional;
-            const uint64_t piece = piece_elements(t);
-            m.pieces = m.elements <= piece ? 1 : (m.elements - 1) / piece + 1;
-            const double fa = bidirectional ? 1.0 : prm_.f_alpha, fb = bidirectional ? 1.0 : prm_.f_beta;
-            const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
-            m.cost = double(m.pieces) * fa * a + fb * double(m.bytes) * b;
-            msgs_.push_back(m);
-          }
-          i = s1;
-        }
+      if (!match_round(s_, t, match)) {
+        const std::string k = std::to_string(match.k), x = std::to_string(match.src), y = std::to_string(match.dst);
+        err = "round " + std::to_string(t) + ": " +
+              (match.unmatched_send ? "send " + k + " from rank " + x + " to rank " + y + " has no matching receive"
+                                    : "receive " + k + " of rank " + y + " from rank " + x + " has no matching send");
+        return false;
       }
-      // receives from ranks that send nothing to y are unmatched too
-      for (int64_t y = 0; y < p_; ++y)
-        for (size_t i = recv_at[size_t(y)]; i < recv_at[size_t(y) + 1];) {
-          const int64_t x = recvs[i].first;
-          const auto [s0, s1] = group(sends, send_at, x, y);
-          if (s0 == s1) {
-            err = "round " + std::to_string(t) + ": receive 1 of rank " + std::to_string(y) + " from rank " + std::to_string(x) +
-                  " has no matching send";
+      // whether rank y sends to rank x in this round
+      auto sends_to = [&](int64_t y, int64_t x) {
+        const auto b = sends.begin() + long(send_at[size_t(y)]), e = sends.begin() + long(send_at[size_t(y) + 1]);
+        const auto it = std::lower_bound(b, e, std::pair<int64_t, int64_t>{x, INT64_MIN});
+        return it != e && it->first == x;
+      };
+      for (int64_t x = 0; x < p_; ++x)
+        for (size_t i = send_at[size_t(x)]; i < send_at[size_t(x) + 1]; ++i) {
+          const auto [y, j] = sends[i];
+          const auto& sd = std::get<SendOp>(s_.ranks[size_t(x)][size_t(t)][size_t(j)]);
+          const auto& rv = std::get<RecvOp>(s_.ranks[size_t(y)][size_t(t)][size_t(match.mate_of(x, size_t(j)))]);
+          Message m;
+          m.src = x;
+          m.dst = y;
+          m.round = t;
+          m.send_index = j;
+          m.elements = block_elements(sd.blocks, v_.elements, s_.blocks);
+          // The size rule (message_sizes_agree(), schedule.h), at this element count: the
+          // message's size is the sender's.
+          const uint64_t got = block_elements(rv.blocks, v_.elements, s_.blocks);
+          if (got != m.elements && !message_sizes_agree(s_, sd.blocks, rv.blocks)) {
+            err = "round " + std::to_string(t) + ": rank " + std::to_string(x) + " sends " + std::to_string(m.elements) +
+                  " elements to rank " + std::to_string(y) + ", which receives " + std::to_string(got);
             return false;
           }
-          i = group(recvs, recv_at, y, x).second;
+          m.bytes = m.elements * v_.elem_size;
+          m.local = prm_.local(x, y);
+          m.bidirectional = sends_to(y, x);
+          const uint64_t piece = piece_elements(t);
+          m.pieces = m.elements <= piece ? 1 : (m.elements - 1) / piece + 1;
+          const double fa = m.bidirectional ? 1.0 : prm_.f_alpha, fb = m.bidirectional ? 1.0 : prm_.f_beta;
+          const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
+          m.cost = double(m.pieces) * fa * a + fb * double(m.bytes) * b;
+          msgs_.push_back(m);
         }
     }
     // Messages of each (rank, round), compressed: ids in round_msgs_[round_at_[i], round_at_[i + 1]).

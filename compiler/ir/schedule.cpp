@@ -1,5 +1,6 @@
 #include "schedule.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -15,6 +16,81 @@ std::string format_blocks(const BlockSet& s) {
     if (hi - lo > 1) out += "-" + std::to_string(hi - 1);
   }
   return out + "}";
+}
+
+bool match_round(const Schedule& s, int64_t t, RoundMatching& m) {
+  m.at.assign(size_t(s.p) + 1, 0);
+  for (int64_t r = 0; r < s.p; ++r) m.at[size_t(r) + 1] = m.at[size_t(r)] + uint32_t(s.ranks[size_t(r)][size_t(t)].size());
+  m.mate.assign(m.at.back(), -1);
+  m.complete = true;
+  m.unmatched_send = false;
+  m.src = m.dst = -1;
+  m.k = 0;
+  // Sends and receives keyed by (source, destination, posting index): sorted, equal keys
+  // of a pair meet in order.
+  struct Key {
+    int64_t src, dst;
+    size_t index;
+    bool operator<(const Key& o) const {
+      return src != o.src ? src < o.src : dst != o.dst ? dst < o.dst : index < o.index;
+    }
+  };
+  std::vector<Key> sends, recvs;
+  for (int64_t r = 0; r < s.p; ++r) {
+    const Round& rd = s.ranks[size_t(r)][size_t(t)];
+    for (size_t i = 0; i < rd.size(); ++i) {
+      if (std::holds_alternative<SendOp>(rd[i])) sends.push_back({r, peer_of(rd[i]), i});
+      else if (std::holds_alternative<RecvOp>(rd[i])) recvs.push_back({peer_of(rd[i]), r, i});
+    }
+  }
+  std::sort(sends.begin(), sends.end());
+  std::sort(recvs.begin(), recvs.end());
+  size_t a = 0, b = 0;
+  auto unmatched = [&](const Key& key, bool is_send, size_t k) {
+    if (!m.complete) return;
+    m.complete = false;
+    m.unmatched_send = is_send;
+    m.src = key.src;
+    m.dst = key.dst;
+    m.k = k;
+  };
+  while (a < sends.size() || b < recvs.size()) {
+    // the next (source, destination) pair in order, from either list
+    const bool take_send = b == recvs.size() || (a < sends.size() && !(recvs[b].src < sends[a].src ||
+                                                                     (recvs[b].src == sends[a].src && recvs[b].dst < sends[a].dst)));
+    const int64_t x = take_send ? sends[a].src : recvs[b].src, y = take_send ? sends[a].dst : recvs[b].dst;
+    size_t k = 0;
+    for (; a < sends.size() && sends[a].src == x && sends[a].dst == y; ++a, ++k) {
+      if (b < recvs.size() && recvs[b].src == x && recvs[b].dst == y) {
+        m.mate[m.at[size_t(x)] + sends[a].index] = int32_t(recvs[b].index);
+        m.mate[m.at[size_t(y)] + recvs[b].index] = int32_t(sends[a].index);
+        ++b;
+      } else {
+        unmatched(sends[a], true, k + 1);
+      }
+    }
+    for (; b < recvs.size() && recvs[b].src == x && recvs[b].dst == y; ++b, ++k) unmatched(recvs[b], false, k + 1);
+  }
+  return m.complete;
+}
+
+bool message_sizes_agree(const Schedule& s, const BlockSet& sent, const BlockSet& received) {
+  if (collective_has_rank_blocks(s.collective)) return sent.size() == received.size();
+  if (s.scratch == 0) return sent == received;
+  // the vector blocks (index mod B) named, in order
+  auto logical = [&](const BlockSet& x) {
+    std::vector<int64_t> v;
+    for (const auto& [lo, hi] : x.ranges())
+      for (int64_t i = lo; i < hi; ++i) v.push_back(i % s.blocks);
+    return v;
+  };
+  return logical(sent) == logical(received);
+}
+
+std::string message_size_rule(const Schedule& s) {
+  if (collective_has_rank_blocks(s.collective)) return "rank-indexed blocks: the counts must be equal";
+  if (s.scratch > 0) return "sizes agree for every element count only when both name the same vector blocks, in order";
+  return "sizes agree for every element count only when the block sets are equal";
 }
 
 static std::string line_of(const Origin& o) {

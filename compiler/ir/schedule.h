@@ -91,6 +91,47 @@ inline const BlockSet& blocks_of(const Op& op) {
   return std::visit([](const auto& o) -> const BlockSet& { return o.blocks; }, op);
 }
 
+/// The message matching rule of one round, the only one in the compiler: the verifier
+/// proves deadlock freedom, message sizes and data flow with it, the cost model prices the
+/// messages it pairs, and it is the runtime's rule too (each round's transfers are posted
+/// together and MPI matches messages of one (source, destination, tag) pair in posting
+/// order, MPI 3.1 Sec. 3.5 "Order"; docs/architecture.md, "One round pipeline"): in round
+/// t, the k-th send (in posting order) of rank x to rank y meets the k-th receive of rank
+/// y from rank x.
+struct RoundMatching {
+  /// Op i of rank r in the round is entry at[r] + i of `mate` (at has p + 1 entries).
+  /// 32-bit entries: the verifier keeps one matching per round (about 6 bytes per op,
+  /// against 232 for the op itself).
+  std::vector<uint32_t> at;
+  /// [at[r] + i] the index, in its peer's round, of the op that op i of rank r meets; -1
+  /// for an op that is not a transfer or is unmatched.
+  std::vector<int32_t> mate;
+  /// The first unmatched transfer in (source, destination) order, when there is one: the
+  /// k-th (1-based) send of `src` to `dst` has no receive (unmatched_send), or the k-th
+  /// receive of `dst` from `src` has no send.
+  bool complete = true;
+  bool unmatched_send = false;
+  int64_t src = -1, dst = -1;
+  size_t k = 0;
+  /// The op matching op i of rank r, or -1.
+  int64_t mate_of(int64_t r, size_t i) const { return mate[size_t(at[size_t(r)]) + i]; }
+};
+/// Matches round t of `s` (every rank's ops at t; peers must be ranks in [0, p)) into `m`,
+/// reusing its storage. O(n log n) in the round's transfers. Returns m.complete: whether
+/// every send and receive of the round has its counterpart.
+bool match_round(const Schedule& s, int64_t t, RoundMatching& m);
+
+/// The message size rule, shared by the verifier and the cost model: a send of block set
+/// `sent` and the receive it meets (of `received`) have equal sizes for every element
+/// count n. Rank-indexed collectives (allgather, alltoall, gather, scatter,
+/// reduce-scatter blocks) have equal blocks, so equal block counts suffice (the k-th block
+/// sent lands in the k-th block received); vector blocks differ by one element when B
+/// does not divide n, so the sets must be equal (with `scratch`, the same vector blocks,
+/// in order).
+bool message_sizes_agree(const Schedule& s, const BlockSet& sent, const BlockSet& received);
+/// The size rule in words, for diagnostics.
+std::string message_size_rule(const Schedule& s);
+
 /// "{0-3, 5}" style rendering of a block set.
 std::string format_blocks(const BlockSet& s);
 /// Readable per-round listing (docs/cli.md, `bine-cc schedule`).

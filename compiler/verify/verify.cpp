@@ -258,42 +258,33 @@ class Verifier {
       if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends) v.push_back(&op);
     return v;
   }
-  /// The k-th (0-based) op of rank x in round t with peer y of one direction, or null.
-  const Op* nth_with(int64_t x, int64_t t, int64_t y, bool sends, size_t k) const {
-    for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
-      if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends && k-- == 0) return &op;
-    return nullptr;
-  }
+  /// Whether every transfer between x and y in round t has its counterpart (match_round's
+  /// rule, schedule.h).
   bool pair_matches(int64_t x, int64_t t, int64_t y) const {
-    return ops_with(x, t, y, true).size() == ops_with(y, t, x, false).size() &&
-           ops_with(x, t, y, false).size() == ops_with(y, t, x, true).size();
-  }
-  /// Zero-buffering execution: a rank finishes round t when every transfer of its round t
-  /// is matched by the peer's round t (matching by source, destination and round). Ranks
-  /// that can never finish a round are deadlocked; the report follows the wait-for chain.
-  /// Linear-time sufficient condition: in every round, for every ordered pair of ranks,
-  /// the sends of one equal the receives of the other in number. Then all ranks proceed in
-  /// lockstep and nothing can block; the simulation below only runs to explain a failure.
-  /// Sorts the round's (source, destination) pairs of sends and of receives and compares
-  /// them: O(n log n) per round (no per-pair map).
-  bool rounds_pair_up() const {
-    std::vector<uint64_t> sends, recvs;
-    for (int64_t t = 0; t < s_.num_rounds; ++t) {
-      sends.clear();
-      recvs.clear();
-      for (int64_t x = 0; x < s_.p; ++x)
-        for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
-          if (!is_transfer(op)) continue;
-          const int64_t y = peer_of(op);
-          if (std::holds_alternative<SendOp>(op)) sends.push_back(uint64_t(x) << 32 | uint64_t(y));
-          else recvs.push_back(uint64_t(y) << 32 | uint64_t(x));
-        }
-      if (sends.size() != recvs.size()) return false;
-      std::sort(sends.begin(), sends.end());
-      std::sort(recvs.begin(), recvs.end());
-      if (sends != recvs) return false;
+    const RoundMatching& m = match_[size_t(t)];
+    for (const auto& [r, q] : {std::pair{x, y}, std::pair{y, x}}) {
+      const Round& rd = s_.ranks[size_t(r)][size_t(t)];
+      for (size_t i = 0; i < rd.size(); ++i)
+        if (is_transfer(rd[i]) && peer_of(rd[i]) == q && m.mate_of(r, i) < 0) return false;
     }
     return true;
+  }
+  /// The op that op i of rank x in round t meets (a complete round's).
+  const Op& mate(int64_t x, int64_t t, size_t i) const {
+    const Op& op = s_.ranks[size_t(x)][size_t(t)][i];
+    return s_.ranks[size_t(peer_of(op))][size_t(t)][size_t(match_[size_t(t)].mate_of(x, i))];
+  }
+  /// Zero-buffering execution: a rank finishes round t when every transfer of its round t
+  /// is matched by the peer's round t (match_round(), schedule.h: the k-th send of x to y
+  /// meets the k-th receive of y from x). Ranks that can never finish a round are
+  /// deadlocked; the report follows the wait-for chain. Linear-time sufficient condition
+  /// (O(n log n) per round): every round's matching is complete. Then all ranks proceed in
+  /// lockstep and nothing can block; the simulation below only runs to explain a failure.
+  bool rounds_pair_up() {
+    match_.resize(size_t(s_.num_rounds));
+    bool all = true;
+    for (int64_t t = 0; t < s_.num_rounds; ++t) all = match_round(s_, t, match_[size_t(t)]) && all;
+    return all;
   }
   bool check_matching() {
     if (rounds_pair_up()) return check_sizes();
@@ -402,31 +393,10 @@ class Verifier {
         }
     }
   }
-  /// Rank-indexed blocks all hold the same element count, so a message may carry its k-th
-  /// block to the receiver's k-th block (ascending order) when the counts agree. Vector
-  /// blocks differ by one element, so sizes agree for every n only for equal block sets.
-  bool sizes_agree(const BlockSet& a, const BlockSet& b) const {
-    if (collective_has_rank_blocks(s_.collective)) return a.size() == b.size();
-    if (s_.scratch == 0) return a == b;
-    return logical(a) == logical(b);
-  }
-  /// The vector blocks (index mod B) of a set over the vector and the scratch buffers, in
-  /// order: the element counts of two sets agree for every n exactly when these agree.
-  std::vector<int64_t> logical(const BlockSet& a) const {
-    std::vector<int64_t> v;
-    for (const auto& [lo, hi] : a.ranges())
-      for (int64_t b = lo; b < hi; ++b) v.push_back(b % s_.blocks);
-    return v;
-  }
   /// "block 3", or "block 3 of buffer 2" for a scratch block.
   std::string blk(int64_t i) const {
     if (i < s_.blocks) return "block " + std::to_string(i);
     return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
-  }
-  std::string size_rule() const {
-    if (collective_has_rank_blocks(s_.collective)) return "rank-indexed blocks: the counts must be equal";
-    if (s_.scratch > 0) return "sizes agree for every element count only when both name the same vector blocks, in order";
-    return "sizes agree for every element count only when the block sets are equal";
   }
   bool check_sizes() {
     for (int64_t t = 0; t < s_.num_rounds; ++t)
@@ -435,16 +405,14 @@ class Verifier {
         for (size_t j = 0; j < rd.size(); ++j) {
           if (!std::holds_alternative<SendOp>(rd[j])) continue;
           const int64_t y = peer_of(rd[j]);
-          size_t k = 0;  // the k-th send to y matches y's k-th receive from x
-          for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == y;
-          const Op* rcv = nth_with(y, t, x, false, k);
+          const Op* rcv = &mate(x, t, j);
           const BlockSet& a = blocks_of(rd[j]);
           const BlockSet& b = blocks_of(*rcv);
-          if (!sizes_agree(a, b)) {
+          if (!message_sizes_agree(s_, a, b)) {
             Diagnostic& d = record(report(origin_of(rd[j]),
                                           at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
                                               " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) +
-                                              ", which receives blocks " + format_blocks(b) + " (" + size_rule() + ")"),
+                                              ", which receives blocks " + format_blocks(b) + " (" + message_size_rule(s_) + ")"),
                                    K::size_mismatch, x, t, first_block((a - b) | (b - a)), y);
             add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
             return false;
@@ -562,9 +530,7 @@ class Verifier {
         const auto* rv = std::get_if<RecvOp>(&mine[j]);
         if (!rv) continue;
         const int64_t x = rv->peer;
-        size_t k = 0;  // the k-th receive from x matches x's k-th send to y
-        for (size_t i = 0; i < j; ++i) k += std::holds_alternative<RecvOp>(mine[i]) && peer_of(mine[i]) == x;
-        const Op& snd = *nth_with(x, t, y, true, k);
+        const Op& snd = mate(y, t, j);
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
         std::vector<int64_t>& from = from_;
@@ -652,9 +618,9 @@ class Verifier {
       cex_.blocks = both;
       return false;
     }
-    if (!sizes_agree(lo.src, lo.blocks)) {
+    if (!message_sizes_agree(s_, lo.src, lo.blocks)) {
       record(report(lo.origin, at(y, t, first_block(lo.blocks)) + what + " size mismatch: blocks " + format_blocks(lo.src) +
-                                   " onto blocks " + format_blocks(lo.blocks) + " (" + size_rule() + ")"),
+                                   " onto blocks " + format_blocks(lo.blocks) + " (" + message_size_rule(s_) + ")"),
              K::local, y, t, first_block(lo.blocks));
       return false;
     }
@@ -860,6 +826,7 @@ class Verifier {
   std::vector<int32_t> leaves_;
   FlatMap consed_;
   std::vector<Update> ups_;        ///< step(): the round's updates (reused)
+  std::vector<RoundMatching> match_;  ///< [round] the matching (rounds_pair_up())
   std::vector<int64_t> reduced_;   ///< step(): block -> index in ups_ of its reduce, or -1
   std::vector<int64_t> touched_;   ///< step(): blocks set in reduced_
   std::vector<int64_t> from_;      ///< step(): the sent blocks in order (reused)
