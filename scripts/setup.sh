@@ -2,7 +2,7 @@
 # Installs what bine-cc needs on Debian 12 (when missing) and builds it into build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(cmake g++ make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin libglpk-dev libboost-graph-dev)
+pkgs=(cmake g++ make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin libglpk-dev libboost-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

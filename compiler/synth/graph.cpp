@@ -67,6 +67,7 @@ bool finish(Graph& g, std::set<std::pair<int, int>> es, const std::string& what,
 
 bool parse_dims(const std::string& s, char sep, std::vector<int>& dims) {
   dims.clear();
+  if (s.empty() || s.back() == sep) return false;
   std::stringstream ss(s);
   std::string tok;
   while (std::getline(ss, tok, sep)) {
