@@ -51,6 +51,7 @@ int cmd_synth_bbs(const SynthCli& s) {
               double(syn.lp.c_num) / double(syn.lp.c_den));
   std::printf("multigraph: l = LCM of denominators = %lld, d_m = %lld; colouring: %d colours; frames: %zu\n",
               (long long)syn.lp.lcm, (long long)syn.max_degree, syn.colours, syn.frames.size());
+  if (syn.rounded) std::printf("(the LP's l exceeded 64: occupancies rounded down to multiples of 1/64)\n");
   std::printf("synthesis time: LP %.3f s, colouring %.3f s, frame order %.3f s\n", syn.lp_seconds, syn.colour_seconds,
               syn.order_seconds);
   auto report = [&](Run& r) {

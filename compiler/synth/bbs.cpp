@@ -237,7 +237,17 @@ bool synthesize_bbs(const Graph& g, const SynthOptions& opt, Synthesis& out, std
   out.lp_seconds = seconds_since(t0);
 
   // Integer multigraph G_m: k(i,j) parallel copies per arc, each remembering its LP direction.
+  // When l exceeds kMaxCycle (a vertex optimum with large denominators: 8x8x16 gives
+  // l = 14976), the occupancies are rounded down to multiples of 1/kMaxCycle (the paper
+  // approximates irrational occupancies from below, Sec. 2.3): Eq. 6 and 7 still hold, the
+  // cycle (and the frame table) stays short, the in-rates drop by less than deg/kMaxCycle.
   t0 = std::chrono::steady_clock::now();
+  constexpr int64_t kMaxCycle = 64;
+  if (out.lp.lcm > kMaxCycle) {
+    for (auto& k : out.lp.k) k = int64_t(__int128(k) * kMaxCycle / out.lp.lcm);
+    out.lp.lcm = kMaxCycle;
+    out.rounded = true;
+  }
   std::vector<int> eu, ev;
   std::vector<int64_t> deg(size_t(g.n), 0);
   for (size_t a = 0; a < out.lp.k.size(); ++a) {

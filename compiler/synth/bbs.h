@@ -61,6 +61,7 @@ struct Synthesis {
   LpSolution lp;
   int64_t max_degree = 0;  ///< d_m: the multigraph's maximum degree
   int colours = 0;         ///< colours used by the edge colouring (= d_m when bipartite)
+  bool rounded = false;    ///< l > 64: occupancies rounded down to multiples of 1/64 (lp.k, lp.lcm)
   bool bipartite = false;
   std::vector<Frame> frames;  ///< in cycle order (empty colour classes dropped)
   double lp_seconds = 0, colour_seconds = 0, order_seconds = 0;
