@@ -52,8 +52,9 @@ int cmd_synth_bbs(const SynthCli& s) {
   std::printf("multigraph: l = LCM of denominators = %lld, d_m = %lld; colouring: %d colours; frames: %zu\n",
               (long long)syn.lp.lcm, (long long)syn.max_degree, syn.colours, syn.frames.size());
   if (syn.rounded) std::printf("(the LP's l exceeded 64: occupancies rounded down to multiples of 1/64)\n");
-  std::printf("synthesis time: LP %.3f s, colouring %.3f s, frame order %.3f s\n", syn.lp_seconds, syn.colour_seconds,
-              syn.order_seconds);
+  // Timings vary from run to run: standard error, so that standard output repeats byte for byte.
+  std::fprintf(stderr, "synthesis time: LP %.3f s, colouring %.3f s, frame order %.3f s\n", syn.lp_seconds,
+               syn.colour_seconds, syn.order_seconds);
   auto report = [&](Run& r) {
     std::string bad = check_trace(g, s.root, s.packets, r.trace);
     std::printf("%-24s T = %lld steps, AE = %.1f, check: %s\n", r.algorithm.c_str(), (long long)r.steps, r.ae(),
