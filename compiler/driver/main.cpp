@@ -17,6 +17,7 @@
 #include "machine.h"
 #include "schedule.h"
 #include "sema.h"
+#include "synth_cmd.h"
 #include "traffic.h"
 #include "tune.h"
 
@@ -677,6 +678,9 @@ int main(int argc, char** argv) {
   trf->add_flag("--json", tcli.json, "one JSON array, an object per (machine, schedule), instead of text");
   trf->add_flag("--commutative", tcli.commutative, "instantiate with commutative = true");
 
+  SynthCli scli;
+  CLI::App* synth_bbs = add_synth_command(app, scli);
+
   // One spelling: a single process count is -p N, a range --ranks A..B (check). The old
   // `--ranks N` of schedule/cost gets a clear error instead of CLI11's guess.
   std::string stale_ranks;
@@ -710,6 +714,7 @@ int main(int argc, char** argv) {
               << all_roots_up_to << "\n";
     return 2;
   }
+  if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
   if (lwr->parsed()) return cmd_lower(common);
   if (tun->parsed()) return cmd_tune(common, tune_cli);

@@ -184,6 +184,25 @@ def main():
     case("cost --alpha-local needs a locality", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                                  "--bytes", "64", "--alpha", "1", "--beta", "0", "--gamma", "0",
                                                  "--alpha-local", "0"], 2, err=r"need --ppn K or --machine SPEC")
+    # synth bbs (docs/bbs.md): figures on the 4x4 grid, and bad input.
+    case("synth bbs on the 4x4 grid: LP optimum 1/2, every run checked",
+         ["synth", "bbs", "--topology", "grid:4x4", "--packets", "20", "--baselines"], 0,
+         out=r"optimum C = 1/2 .*\n.*d_m = 4; colouring: 4 colours; frames: 4(.|\n)*Binary Tree +T = \d+ steps, AE = [0-9.]+, check: ok")
+    case("synth bbs: unknown topology", ["synth", "bbs", "--topology", "mesh:4"], 1, err=r"unknown topology")
+    case("synth bbs: root not in the graph", ["synth", "bbs", "--topology", "grid:4x4", "--root", "16"], 1,
+         err=r"root 16 is not a node of grid:4x4 \(nodes 0\.\.15\)")
+    case("synth bbs: N = 0", ["synth", "bbs", "--topology", "grid:4x4", "--packets", "0"], 1,
+         err=r"packet count N must be at least 1")
+    with tempfile.TemporaryDirectory() as d:
+        el = os.path.join(d, "g.txt")
+        with open(el, "w") as f:
+            f.write("0 1\n2 3\n")
+        case("synth bbs: disconnected edge list", ["synth", "bbs", "--topology", "edges:" + el], 1,
+             err=r"disconnected \(node 2 is unreachable from node 0\)")
+        with open(el, "w") as f:
+            f.write("0 1\n1 two\n")
+        case("synth bbs: malformed edge list", ["synth", "bbs", "--topology", "edges:" + el], 1,
+             err=re.escape(el) + r":2: node ids are integers")
     print(f"cli: {'PASS' if not failures else 'FAIL'} ({len(failures)} failure(s))")
     sys.exit(1 if failures else 0)
 

@@ -1,0 +1,602 @@
+#include "bbs.h"
+
+#include <glpk.h>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/max_cardinality_matching.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace bine::synth {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Best rational approximation of x with denominator <= maxden (continued fractions).
+bool to_rational(double x, int64_t maxden, int64_t& num, int64_t& den) {
+  if (x < 0 || !std::isfinite(x)) return false;
+  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;
+  double r = x;
+  for (int it = 0; it < 64; ++it) {
+    double a = std::floor(r);
+    if (a > 1e15) break;
+    int64_t ai = int64_t(a);
+    int64_t h2 = ai * h1 + h0, k2 = ai * k1 + k0;
+    if (k2 > maxden) break;
+    h0 = h1, h1 = h2, k0 = k1, k1 = k2;
+    if (std::fabs(double(h1) / double(k1) - x) < 1e-12) break;
+    if (r - a < 1e-15) break;
+    r = 1.0 / (r - a);
+  }
+  if (k1 == 0 || std::fabs(double(h1) / double(k1) - x) > 1e-9) return false;
+  num = h1, den = k1;
+  return true;
+}
+
+}  // namespace
+
+bool solve_balanced_lp(const Graph& g, int root, Balance bal, LpSolution& out, std::string& err) {
+  out = LpSolution{};
+  const int P = g.n;
+  std::vector<int> af, at;  // arcs
+  for (auto [u, v] : g.edges) {
+    for (auto [a, b] : {std::pair<int, int>{u, v}, std::pair<int, int>{v, u}}) {
+      if (bal == Balance::non_root && b == root) continue;  // the root receives nothing
+      af.push_back(a), at.push_back(b);
+    }
+  }
+  const int A = int(af.size()), colC = A + 1;
+  std::vector<std::vector<int>> in(static_cast<size_t>(P)), outa(static_cast<size_t>(P));
+  for (int a = 0; a < A; ++a) in[size_t(at[size_t(a)])].push_back(a), outa[size_t(af[size_t(a)])].push_back(a);
+
+  glp_prob* lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MAX);
+  // Column A + 2 is t, the least occupancy of an edge (both directions): the second
+  // criterion that picks one optimum among many (Sec. 2.3: "a particular optimizer must be
+  // selected"); a vertex optimum of C alone may use a perfect matching only, whose frames
+  // cannot spread data. Objective: kWeight * C + t; C is then checked to equal the optimum
+  // of C alone.
+  const int colT = A + 2;
+  glp_add_cols(lp, A + 2);
+  for (int c = 1; c <= A + 2; ++c) glp_set_col_bnds(lp, c, GLP_DB, 0.0, 1.0);
+  glp_set_obj_coef(lp, colC, 1.0);
+  std::vector<int> ia{0}, ja{0};
+  std::vector<double> ar{0};
+  int row = 0;
+  auto add_row = [&](int type, double lo, double hi) {
+    glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, ++row, type, lo, hi);
+  };
+  auto put = [&](int col, double v) { ia.push_back(row), ja.push_back(col), ar.push_back(v); };
+  // Eq. 6: sum O <= floor(P/2).
+  add_row(GLP_UP, 0.0, double(P / 2));
+  for (int a = 0; a < A; ++a) put(a + 1, 1.0);
+  for (int i = 0; i < P; ++i) {
+    // Eq. 7: out + in <= 1.
+    add_row(GLP_UP, 0.0, 1.0);
+    for (int a : outa[size_t(i)]) put(a + 1, 1.0);
+    for (int a : in[size_t(i)]) put(a + 1, 1.0);
+    // Eq. 14: in = C (balanced).
+    if (bal == Balance::paper || i != root) {
+      add_row(GLP_FX, 0.0, 0.0);
+      for (int a : in[size_t(i)]) put(a + 1, 1.0);
+      put(colC, -1.0);
+    }
+    // Eq. 8: O(i,j) <= in(i) (the root holds all data from the start; in `paper` mode the
+    // equation is applied as printed, to every node).
+    if (bal == Balance::paper || i != root)
+      for (int a : outa[size_t(i)]) {
+        add_row(GLP_UP, 0.0, 0.0);
+        put(a + 1, 1.0);
+        for (int b : in[size_t(i)]) put(b + 1, -1.0);
+      }
+  }
+  // t <= O(u,v) + O(v,u) for every edge.
+  {
+    std::vector<std::vector<int>> of_edge(g.edges.size());
+    for (int a = 0; a < A; ++a) {
+      int u = std::min(af[size_t(a)], at[size_t(a)]), v = std::max(af[size_t(a)], at[size_t(a)]);
+      size_t e = size_t(std::lower_bound(g.edges.begin(), g.edges.end(), std::pair<int, int>{u, v}) - g.edges.begin());
+      of_edge[e].push_back(a);
+    }
+    for (const auto& arcs : of_edge) {
+      add_row(GLP_LO, 0.0, 0.0);
+      for (int a : arcs) put(a + 1, 1.0);
+      put(colT, -1.0);
+    }
+  }
+  glp_load_matrix(lp, int(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  out.vars = A + 2, out.rows = row;
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  auto solve = [&](bool exact) {
+    int rc = glp_simplex(lp, &parm);
+    if (rc == 0 && exact) rc = glp_exact(lp, &parm);  // exact rational simplex from the float basis
+    if (rc != 0 || glp_get_status(lp) != GLP_OPT)
+      return err = "LP: GLPK found no optimum (glp_simplex/glp_exact code " + std::to_string(rc) + ")", false;
+    return true;
+  };
+  // Stage 1 (C alone) in floating point: only its optimum is kept, as a rational, and
+  // stage 2's exact C must equal it.
+  if (!solve(false)) return glp_delete_prob(lp), false;
+  const double c_alone = glp_get_obj_val(lp);
+  const double kWeight = 4.0 * double(P);
+  glp_set_obj_coef(lp, colC, kWeight);
+  glp_set_obj_coef(lp, colT, 1.0);
+  if (!solve(true)) return glp_delete_prob(lp), false;
+  std::vector<double> x(size_t(A) + 1);
+  for (int c = 1; c <= A + 1; ++c) x[size_t(c - 1)] = glp_get_col_prim(lp, c);
+  glp_delete_prob(lp);
+  int64_t n1, d1;
+  if (!to_rational(c_alone, int64_t(1) << 20, n1, d1)) return err = "LP: the optimum C has no denominator <= 2^20", false;
+
+  // Exact rationals over the LCM of the denominators.
+  const int64_t maxden = int64_t(1) << 20;
+  std::vector<int64_t> num(size_t(A) + 1), den(size_t(A) + 1);
+  int64_t l = 1;
+  for (size_t c = 0; c <= size_t(A); ++c) {
+    if (!to_rational(x[c], maxden, num[c], den[c]))
+      return err = "LP: occupancy " + std::to_string(x[c]) + " has no denominator <= 2^20", false;
+    l = std::lcm(l, den[c]);
+    if (l > (int64_t(1) << 40)) return err = "LP: the LCM of the occupancies' denominators exceeds 2^40", false;
+  }
+  std::vector<int64_t> k(static_cast<size_t>(A));
+  for (int a = 0; a < A; ++a) k[size_t(a)] = num[size_t(a)] * (l / den[size_t(a)]);
+  out.c_num = num[size_t(A)], out.c_den = den[size_t(A)];
+  if (__int128(out.c_num) * d1 != __int128(n1) * out.c_den)
+    return err = "LP: spreading the occupancies lowered C below its optimum " + std::to_string(n1) + "/" + std::to_string(d1), false;
+  // Exact re-check of every constraint, scaled by l.
+  int64_t total = 0;
+  for (int a = 0; a < A; ++a) total += k[size_t(a)];
+  bool ok = total <= int64_t(P / 2) * l;
+  for (int i = 0; i < P && ok; ++i) {
+    int64_t si = 0, so = 0;
+    for (int a : in[size_t(i)]) si += k[size_t(a)];
+    for (int a : outa[size_t(i)]) so += k[size_t(a)];
+    ok = si + so <= l;
+    if (bal == Balance::paper || i != root) {
+      ok = ok && __int128(si) * out.c_den == __int128(out.c_num) * l;
+      for (int a : outa[size_t(i)]) ok = ok && k[size_t(a)] <= si;
+    }
+  }
+  if (!ok) return err = "LP: the recovered rational occupancies violate a constraint (Eq. 6, 7, 8 or 14)", false;
+  out.lcm = l;
+  for (int a = 0; a < A; ++a)
+    if (k[size_t(a)] > 0) out.from.push_back(af[size_t(a)]), out.to.push_back(at[size_t(a)]), out.k.push_back(k[size_t(a)]);
+  return true;
+}
+
+namespace {
+
+// Proper edge colouring of a multigraph (copies of arcs), Koenig's alternating paths.
+// Returns the colour of every copy and the number of colours used.
+std::vector<int> colour_multigraph(int P, const std::vector<int>& eu, const std::vector<int>& ev, int delta, int& used) {
+  const int E = int(eu.size()), K = std::max(1, 2 * delta - 1);
+  std::vector<int> at(size_t(P) * size_t(K), -1), col(size_t(E), -1);
+  auto slot = [&](int x, int c) -> int& { return at[size_t(x) * size_t(K) + size_t(c)]; };
+  auto other = [&](int e, int x) { return eu[size_t(e)] == x ? ev[size_t(e)] : eu[size_t(e)]; };
+  auto set = [&](int e, int c) {
+    col[size_t(e)] = c;
+    slot(eu[size_t(e)], c) = e;
+    slot(ev[size_t(e)], c) = e;
+  };
+  auto free_at = [&](int x, int lim) {
+    for (int c = 0; c < lim; ++c)
+      if (slot(x, c) < 0) return c;
+    return -1;
+  };
+  std::vector<int> path;
+  for (int e = 0; e < E; ++e) {
+    const int u = eu[size_t(e)], v = ev[size_t(e)];
+    int a = free_at(u, delta), b = free_at(v, delta);
+    if (a >= 0 && slot(v, a) < 0) { set(e, a); continue; }
+    if (b >= 0 && slot(u, b) < 0) { set(e, b); continue; }
+    if (a >= 0 && b >= 0) {
+      path.clear();
+      int x = v, c = a;
+      while (slot(x, c) >= 0) {
+        int f = slot(x, c);
+        path.push_back(f);
+        x = other(f, x);
+        c = c == a ? b : a;
+      }
+      if (x != u) {  // swap a <-> b on the path: a becomes free at v and stays free at u
+        for (int f : path) slot(eu[size_t(f)], col[size_t(f)]) = -1, slot(ev[size_t(f)], col[size_t(f)]) = -1;
+        for (int f : path) set(f, col[size_t(f)] == a ? b : a);
+        set(e, a);
+        continue;
+      }
+    }
+    // Non-bipartite: the path closed an odd cycle. The least colour free at both ends
+    // (one exists below 2*delta - 1: each end has at most delta - 1 other edges).
+    for (int c = 0; c < K; ++c)
+      if (slot(u, c) < 0 && slot(v, c) < 0) { set(e, c); break; }
+  }
+  used = 0;
+  for (int c : col) used = std::max(used, c + 1);
+  return col;
+}
+
+}  // namespace
+
+bool synthesize_bbs(const Graph& g, const SynthOptions& opt, Synthesis& out, std::string& err) {
+  out = Synthesis{};
+  if (opt.root < 0 || opt.root >= g.n)
+    return err = "root " + std::to_string(opt.root) + " is not a node of " + g.spec + " (nodes 0.." + std::to_string(g.n - 1) + ")", false;
+  if (g.n < 2) return err = g.spec + ": a broadcast needs at least 2 nodes", false;
+  if (opt.packets < 1) return err = "the packet count N must be at least 1, got " + std::to_string(opt.packets), false;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!solve_balanced_lp(g, opt.root, opt.balance, out.lp, err)) return false;
+  out.lp_seconds = seconds_since(t0);
+
+  // Integer multigraph G_m: k(i,j) parallel copies per arc, each remembering its LP direction.
+  // When l exceeds kMaxCycle (a vertex optimum with large denominators: 8x8x16 gives
+  // l = 14976), the occupancies are rounded down to multiples of 1/kMaxCycle (the paper
+  // approximates irrational occupancies from below, Sec. 2.3): Eq. 6 and 7 still hold, the
+  // cycle (and the frame table) stays short, the in-rates drop by less than deg/kMaxCycle.
+  t0 = std::chrono::steady_clock::now();
+  constexpr int64_t kMaxCycle = 64;
+  if (out.lp.lcm > kMaxCycle) {
+    for (auto& k : out.lp.k) k = int64_t(__int128(k) * kMaxCycle / out.lp.lcm);
+    out.lp.lcm = kMaxCycle;
+    out.rounded = true;
+  }
+  std::vector<int> eu, ev;
+  std::vector<int64_t> deg(size_t(g.n), 0);
+  for (size_t a = 0; a < out.lp.k.size(); ++a) {
+    for (int64_t c = 0; c < out.lp.k[a]; ++c) eu.push_back(out.lp.from[a]), ev.push_back(out.lp.to[a]);
+    deg[size_t(out.lp.from[a])] += out.lp.k[a], deg[size_t(out.lp.to[a])] += out.lp.k[a];
+    if (eu.size() > (size_t(1) << 24)) return err = "multigraph: more than 2^24 edges (LCM " + std::to_string(out.lp.lcm) + ")", false;
+  }
+  out.max_degree = *std::max_element(deg.begin(), deg.end());
+  out.bipartite = g.bipartite();
+  std::vector<int> col = colour_multigraph(g.n, eu, ev, int(out.max_degree), out.colours);
+  std::vector<Frame> byc(size_t(out.colours));
+  std::vector<int> dist = g.bfs_dist(opt.root);
+  for (size_t e = 0; e < eu.size(); ++e) {
+    int s = eu[e], r = ev[e];
+    if (opt.orient == Orient::bfs && dist[size_t(r)] < dist[size_t(s)]) std::swap(s, r);  // away from the root
+    byc[size_t(col[e])].push_back({s, r});
+  }
+  for (auto& f : byc) std::sort(f.begin(), f.end());
+  byc.erase(std::remove_if(byc.begin(), byc.end(), [](const Frame& f) { return f.empty(); }), byc.end());
+  out.colour_seconds = seconds_since(t0);
+
+  // Alternating orientation (bipartite graphs): step q sends from the side of parity q % 2
+  // (by hop distance) to the other, so every node receives every other step; 2F frames,
+  // the second F rotated by one so that every colour class runs in both directions.
+  if (opt.orient == Orient::alternate && out.bipartite) {
+    const size_t F = byc.size();
+    std::vector<Frame> alt;
+    for (size_t q = 0; q < 2 * F; ++q) {
+      Frame f;
+      for (auto [s, r] : byc[(q + q / F) % F]) {
+        if (size_t(dist[size_t(s)] % 2) != q % 2) std::swap(s, r);
+        f.push_back({s, r});
+      }
+      std::sort(f.begin(), f.end());
+      alt.push_back(f);
+    }
+    out.frames = alt;
+    out.order_seconds = 0;
+    return true;
+  }
+
+  // Greedy frame order (Sec. 2.3): at each position of the cycle, the unused frame that
+  // delivers new data on the most arcs, in a model that counts packets per node (a sender
+  // with more packets than its receiver delivers one); ties: the larger total distance of
+  // the receivers from the root (the farthest first), then the lower colour.
+  t0 = std::chrono::steady_clock::now();
+  std::vector<int64_t> cnt(size_t(g.n), 0);
+  cnt[size_t(opt.root)] = opt.packets;
+  std::vector<char> used(byc.size(), 0);
+  for (size_t pos = 0; pos < byc.size(); ++pos) {
+    size_t best = byc.size();
+    int64_t bu = -1, bd = -1;
+    for (size_t f = 0; f < byc.size(); ++f) {
+      if (used[f]) continue;
+      int64_t u = 0, d = 0;
+      for (auto [s, r] : byc[f])
+        if (cnt[size_t(s)] > cnt[size_t(r)]) ++u, d += dist[size_t(r)];
+      if (u > bu || (u == bu && d > bd)) best = f, bu = u, bd = d;
+    }
+    used[best] = 1;
+    for (auto [s, r] : byc[best])
+      if (cnt[size_t(s)] > cnt[size_t(r)]) ++cnt[size_t(r)];
+    out.frames.push_back(byc[best]);
+  }
+  out.order_seconds = seconds_since(t0);
+  return true;
+}
+
+namespace {
+
+// Packet sets as bitsets, the state of a run.
+struct Packets {
+  int P = 0, N = 0, W = 0;
+  std::vector<uint64_t> bits;
+  std::vector<int> cnt, holders;  // packets per node, nodes per packet
+  int complete = 0;
+  Packets(int p, int n, int root)
+      : P(p), N(n), W((n + 63) / 64), bits(size_t(p) * size_t(W), 0), cnt(size_t(p), 0), holders(size_t(n), 1) {
+    for (int q = 0; q < n; ++q) bits[size_t(root) * size_t(W) + size_t(q / 64)] |= uint64_t(1) << (q % 64);
+    cnt[size_t(root)] = n;
+    complete = 1;
+  }
+  const uint64_t* of(int x) const { return &bits[size_t(x) * size_t(W)]; }
+  bool has(int x, int q) const { return of(x)[q / 64] >> (q % 64) & 1; }
+  void add(int x, int q) {
+    uint64_t& w = bits[size_t(x) * size_t(W) + size_t(q / 64)];
+    if (w >> (q % 64) & 1) return;
+    w |= uint64_t(1) << (q % 64);
+    ++holders[size_t(q)];
+    if (++cnt[size_t(x)] == N) ++complete;
+  }
+  bool lacks_any(int u, int v) const {  // u holds a packet v lacks
+    if (cnt[size_t(u)] == 0 || cnt[size_t(v)] == N) return false;
+    const uint64_t *a = of(u), *b = of(v);
+    for (int w = 0; w < W; ++w)
+      if (a[w] & ~b[w]) return true;
+    return false;
+  }
+  // The packet u sends v, -1 if none.
+  int choose(const Graph& g, int u, int v, Choice ch) const {
+    if (cnt[size_t(u)] == 0 || cnt[size_t(v)] == N) return -1;
+    const uint64_t *a = of(u), *b = of(v);
+    if (ch == Choice::lowest) {
+      for (int w = 0; w < W; ++w)
+        if (uint64_t d = a[w] & ~b[w]) return w * 64 + __builtin_ctzll(d);
+      return -1;
+    }
+    // Algorithm 1: FP(p) = |{w in N(v) : p not in w}|, the first p of maximal FP; ties: the
+    // lowest packet id (forward_potential) or the packet held by the fewest nodes (rarest).
+    const std::vector<int>& nb = g.adj[size_t(v)];
+    const bool rarest = ch == Choice::rarest;
+    int best = -1, bf = -1, bh = 0;
+    for (int w = 0; w < W; ++w) {  // fast path: packets no neighbour of v but u holds (FP maximal)
+      uint64_t d = a[w] & ~b[w];
+      for (int x : nb)
+        if (x != u) d &= ~of(x)[w];
+      if (!rarest && d) return w * 64 + __builtin_ctzll(d);
+      while (d) {
+        int q = w * 64 + __builtin_ctzll(d);
+        d &= d - 1;
+        if (best < 0 || holders[size_t(q)] < bh) best = q, bh = holders[size_t(q)];
+      }
+    }
+    if (best >= 0) return best;
+    for (int w = 0; w < W; ++w) {
+      uint64_t d = a[w] & ~b[w];
+      while (d) {
+        int q = w * 64 + __builtin_ctzll(d);
+        d &= d - 1;
+        int fp = 0;
+        for (int x : nb) fp += !has(x, q);
+        if (fp > bf || (rarest && fp == bf && holders[size_t(q)] < bh)) bf = fp, best = q, bh = holders[size_t(q)];
+      }
+    }
+    return best;
+  }
+};
+
+std::vector<int> bfs_order(const Graph& g, const std::vector<int>& dist) {
+  std::vector<int> order(size_t(g.n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return dist[size_t(a)] < dist[size_t(b)]; });
+  return order;
+}
+
+bool start_run(const Graph& g, int root, int packets, const char* name, Run& out, std::string& err) {
+  out = Run{};
+  out.algorithm = name;
+  if (root < 0 || root >= g.n)
+    return err = "root " + std::to_string(root) + " is not a node of " + g.spec + " (nodes 0.." + std::to_string(g.n - 1) + ")", false;
+  if (packets < 1) return err = "the packet count N must be at least 1, got " + std::to_string(packets), false;
+  return true;
+}
+
+// Applies one step's transfers (chosen on the state at the start of the step).
+void finish_step(Packets& st, Step& step, bool keep, Run& out) {
+  for (const Transfer& t : step) st.add(t.to, t.packet);
+  out.active.push_back(int(step.size()));
+  out.transfers += int64_t(step.size());
+  ++out.steps;
+  if (keep) out.trace.push_back(step);
+  step.clear();
+}
+
+// Greedy transfers on free edges: nodes in BFS order, each to the free neighbour that lacks
+// some of its packets and holds the fewest (ties: the farthest from the root, then lower id).
+void greedy_fill(const Graph& g, const Packets& st, const std::vector<int>& order, const std::vector<int>& dist,
+                 std::vector<char>& busy, Choice ch, Step& step) {
+  for (int u : order) {
+    if (busy[size_t(u)] || st.cnt[size_t(u)] == 0) continue;
+    int best = -1;
+    for (int v : g.adj[size_t(u)])
+      if (!busy[size_t(v)] && st.lacks_any(u, v) &&
+          (best < 0 || st.cnt[size_t(v)] < st.cnt[size_t(best)] ||
+           (st.cnt[size_t(v)] == st.cnt[size_t(best)] && dist[size_t(v)] > dist[size_t(best)])))
+        best = v;
+    if (best < 0) continue;
+    step.push_back({u, best, st.choose(g, u, best, ch)});
+    busy[size_t(u)] = busy[size_t(best)] = 1;
+  }
+}
+
+// Boost's matching() with the initial matching left as given.
+template <typename G, typename M>
+struct keep_matching {
+  static void find_matching(const G&, M) {}
+};
+
+// Grows the step's matching to a maximum one on the edges where some direction is useful
+// (Edmonds' augmenting paths, Boost.Graph, seeded with the step's transfers: a node busy in
+// the seed stays busy, possibly with another partner). Every pair then sends toward the
+// node that lacks a packet of the other; when both do, toward the one holding fewer.
+void augment_to_maximum(const Graph& g, const Packets& st, Choice ch, Step& step) {
+  using BG = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  BG bg(size_t(g.n));
+  for (auto [u, v] : g.edges)
+    if (st.lacks_any(u, v) || st.lacks_any(v, u)) boost::add_edge(size_t(u), size_t(v), bg);
+  using V = boost::graph_traits<BG>::vertex_descriptor;
+  std::vector<V> mate(size_t(g.n), boost::graph_traits<BG>::null_vertex());
+  for (const Transfer& t : step) mate[size_t(t.from)] = V(t.to), mate[size_t(t.to)] = V(t.from);
+  auto mm = &mate[0];
+  boost::matching<BG, V*, boost::property_map<BG, boost::vertex_index_t>::type, boost::edmonds_augmenting_path_finder,
+                  keep_matching, boost::no_matching_verifier>(bg, mm, boost::get(boost::vertex_index, bg));
+  std::vector<Transfer> kept;
+  for (const Transfer& t : step)
+    if (mate[size_t(t.from)] == V(t.to)) kept.push_back(t);
+  std::vector<char> done(size_t(g.n), 0);
+  for (const Transfer& t : kept) done[size_t(t.from)] = done[size_t(t.to)] = 1;
+  step = kept;
+  for (int u = 0; u < g.n; ++u) {
+    if (done[size_t(u)] || mate[size_t(u)] == boost::graph_traits<BG>::null_vertex()) continue;
+    int v = int(mate[size_t(u)]);
+    done[size_t(u)] = done[size_t(v)] = 1;
+    bool uv = st.lacks_any(u, v), vu = st.lacks_any(v, u);
+    if (!uv || (vu && st.cnt[size_t(u)] < st.cnt[size_t(v)])) std::swap(u, v), std::swap(uv, vu);
+    if (uv) step.push_back({u, v, st.choose(g, u, v, ch)});
+  }
+}
+
+}  // namespace
+
+bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Choice choice, Fill fill,
+                bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, fill == Fill::none ? "BBS" : fill == Fill::greedy ? "BBS+fill" : "BBS+max", out, err))
+    return false;
+  if (frames.empty()) return err = "no frames", false;
+  Packets st(g.n, packets, root);
+  std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist);
+  std::vector<char> busy(size_t(g.n));
+  Step step;
+  int64_t idle_steps = 0;
+  while (st.complete < g.n) {
+    std::fill(busy.begin(), busy.end(), 0);
+    for (auto [s, r] : frames[size_t(out.steps % int64_t(frames.size()))]) {
+      int q = st.choose(g, s, r, choice);
+      if (q < 0) continue;
+      step.push_back({s, r, q});
+      busy[size_t(s)] = busy[size_t(r)] = 1;
+    }
+    if (fill != Fill::none) greedy_fill(g, st, order, dist, busy, choice, step);
+    if (fill == Fill::maximum) augment_to_maximum(g, st, choice, step);
+    idle_steps = step.empty() ? idle_steps + 1 : 0;
+    finish_step(st, step, keep_trace, out);
+    if (idle_steps > int64_t(frames.size()))
+      return err = "frames stall: a whole cycle moves no packet with " + std::to_string(g.n - st.complete) +
+                   " nodes incomplete",
+             false;
+  }
+  return true;
+}
+
+bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
+                const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err) {
+  bool any = false;
+  for (int o = 0; o < 2; ++o)
+    for (Fill f : {Fill::greedy, Fill::maximum}) {
+      Run r;
+      if (!run_frames(g, root, packets, o ? alternate_frames : bfs_frames, Choice::rarest, f, keep_trace, r, err)) return false;
+      if (!any || r.steps < out.steps) {
+        r.algorithm = std::string("Hybrid(") + (o ? "alternate" : "bfs") + (f == Fill::greedy ? "+fill)" : "+max)");
+        out = std::move(r);
+        any = true;
+      }
+    }
+  return true;
+}
+
+bool run_greedy(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, "Greedy", out, err)) return false;
+  Packets st(g.n, packets, root);
+  std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist);
+  std::vector<char> busy(size_t(g.n));
+  Step step;
+  while (st.complete < g.n) {
+    std::fill(busy.begin(), busy.end(), 0);
+    greedy_fill(g, st, order, dist, busy, Choice::lowest, step);
+    if (step.empty()) return err = "greedy stalls (disconnected graph?)", false;
+    finish_step(st, step, keep_trace, out);
+  }
+  return true;
+}
+
+bool run_tree(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, "Binary Tree", out, err)) return false;
+  Packets st(g.n, packets, root);
+  std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist);
+  std::vector<std::vector<int>> children(size_t(g.n));
+  for (int v = 0; v < g.n; ++v)
+    if (v != root)
+      for (int u : g.adj[size_t(v)])
+        if (dist[size_t(u)] == dist[size_t(v)] - 1) {  // lowest-id parent
+          children[size_t(u)].push_back(v);
+          break;
+        }
+  // Periodic pipeline, period c + 1 (c: the most children of a node): node v receives in
+  // the steps t = o(v) (mod c + 1) and sends to its k-th child in the steps t = o(v) + k + 1,
+  // with o(k-th child) = o(v) + k + 1, so a node never sends and receives in one step. It
+  // sends the lowest packet it holds that the child lacks.
+  size_t c = 0;
+  for (const auto& ch : children) c = std::max(c, ch.size());
+  const int64_t period = int64_t(c) + 1;
+  std::vector<int64_t> off(size_t(g.n), 0);
+  for (int u : order)
+    for (size_t k = 0; k < children[size_t(u)].size(); ++k)
+      off[size_t(children[size_t(u)][k])] = (off[size_t(u)] + int64_t(k) + 1) % period;
+  Step step;
+  int64_t idle = 0;
+  while (st.complete < g.n) {
+    for (int u = 0; u < g.n; ++u) {
+      int64_t ph = ((out.steps - off[size_t(u)]) % period + period) % period;
+      if (ph == 0 || size_t(ph) > children[size_t(u)].size()) continue;
+      int ch = children[size_t(u)][size_t(ph - 1)];
+      if (st.lacks_any(u, ch)) step.push_back({u, ch, st.choose(g, u, ch, Choice::lowest)});
+    }
+    idle = step.empty() ? idle + 1 : 0;
+    if (idle > period) return err = "tree broadcast stalls", false;
+    finish_step(st, step, keep_trace, out);
+  }
+  return true;
+}
+
+std::string check_trace(const Graph& g, int root, int packets, const std::vector<Step>& trace) {
+  // Deliberately plain (no bitsets, no shared code with the runs): a set of edges and a
+  // node x packet table.
+  std::vector<std::vector<char>> has(size_t(g.n), std::vector<char>(size_t(packets), 0));
+  for (auto& x : has[size_t(root)]) x = 1;
+  std::vector<std::vector<char>> edge(size_t(g.n), std::vector<char>(size_t(g.n), 0));
+  for (auto [u, v] : g.edges) edge[size_t(u)][size_t(v)] = edge[size_t(v)][size_t(u)] = 1;
+  std::vector<int64_t> last(size_t(g.n), -1);
+  for (size_t s = 0; s < trace.size(); ++s) {
+    const std::string at = "step " + std::to_string(s) + ": ";
+    for (const Transfer& t : trace[s]) {
+      if (t.from < 0 || t.from >= g.n || t.to < 0 || t.to >= g.n || t.packet < 0 || t.packet >= packets)
+        return at + "transfer out of range";
+      const std::string tr = std::to_string(t.from) + " -> " + std::to_string(t.to) + " packet " + std::to_string(t.packet);
+      if (!edge[size_t(t.from)][size_t(t.to)]) return at + tr + " is not on an edge of the topology";
+      for (int x : {t.from, t.to}) {
+        if (last[size_t(x)] == int64_t(s)) return at + "node " + std::to_string(x) + " is in two transfers (" + tr + ")";
+        last[size_t(x)] = int64_t(s);
+      }
+      if (!has[size_t(t.from)][size_t(t.packet)]) return at + tr + ": the sender does not hold the packet";
+    }
+    for (const Transfer& t : trace[s]) has[size_t(t.to)][size_t(t.packet)] = 1;
+  }
+  for (int x = 0; x < g.n; ++x)
+    for (int q = 0; q < packets; ++q)
+      if (!has[size_t(x)][size_t(q)])
+        return "after " + std::to_string(trace.size()) + " steps node " + std::to_string(x) + " lacks packet " + std::to_string(q);
+  return "";
+}
+
+}  // namespace bine::synth

@@ -1,0 +1,131 @@
+// Broadcast by Balanced Saturation (BBS) synthesis and the step simulators of its paper:
+// Lu, Hwang, Tenreiro, Tripti, Hamilton, Deng, "A New Broadcast Model for Several Network
+// Topologies" (seeds/bbs-broadcast.txt). Model (Sec. 2.1, Eq. 2-3): synchronous steps; in
+// each step every node sends or receives at most one packet, over one edge of the
+// undirected topology G; the root starts with packets 0..N-1 and the broadcast ends when
+// every node holds all N. docs/bbs.md documents the choices where the paper is ambiguous.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+
+namespace bine::synth {
+
+/// One transfer of a step: `from` sends packet `packet` to its neighbour `to`.
+struct Transfer {
+  int from = 0, to = 0, packet = 0;
+};
+using Step = std::vector<Transfer>;
+
+/// Which nodes Eq. 14 balances. `paper`: every node, root included, as Eq. 14 is printed
+/// ("for all i"); this is what the paper's T = 2N + K implies (T_S = NP / sum O, Eq. 17).
+/// `non_root`: every node but the root (the sentence before Eq. 14); the root receives
+/// nothing and the optimum is C = floor(P/2) / (P-1) where a perfect matching exists.
+enum class Balance { paper, non_root };
+
+/// The balanced LP (Eq. 6, 7, 8, 14: maximise C) solved with GLPK's exact rational
+/// simplex (glp_exact), occupancies recovered as exact rationals over a common
+/// denominator and re-checked exactly against every constraint.
+struct LpSolution {
+  std::vector<int> from, to;  ///< directed edges (arcs) with O > 0
+  std::vector<int64_t> k;     ///< O(from -> to) = k / lcm: the multigraph multiplicities
+  int64_t lcm = 1;            ///< l: the least common multiple of the denominators
+  int64_t c_num = 0, c_den = 1;  ///< the optimum C = c_num / c_den (incoming occupancy)
+  int vars = 0, rows = 0;
+};
+/// Returns false with `err` set when GLPK fails or the rational recovery does not satisfy
+/// the constraints exactly (denominators above 2^20 are not recovered).
+bool solve_balanced_lp(const Graph& g, int root, Balance bal, LpSolution& out, std::string& err);
+
+/// A frame: the arcs active in one step of the cycle, a matching of G (each node in at
+/// most one arc).
+using Frame = std::vector<std::pair<int, int>>;  // (sender, receiver)
+
+/// How a frame's edges get their direction. `bfs`: toward the node farther from the root
+/// (paper Sec. 2.3; ties keep the LP's direction); `lp`: the direction of the LP arc the
+/// multigraph copy came from (our variant: keeps every node's balanced in-rate).
+/// `alternate` (ours, bipartite graphs; others fall back to `bfs`): step q sends from the
+/// nodes at even hop distance when q is even, from the odd ones otherwise, over 2F steps.
+enum class Orient { bfs, lp, alternate };
+
+struct SynthOptions {
+  int root = 0;
+  int packets = 100;  ///< N, >= 1 (the frame order is tuned with it)
+  Balance balance = Balance::paper;
+  Orient orient = Orient::bfs;
+};
+
+struct Synthesis {
+  LpSolution lp;
+  int64_t max_degree = 0;  ///< d_m: the multigraph's maximum degree
+  int colours = 0;         ///< colours used by the edge colouring (= d_m when bipartite)
+  bool rounded = false;    ///< l > 64: occupancies rounded down to multiples of 1/64 (lp.k, lp.lcm)
+  bool bipartite = false;
+  std::vector<Frame> frames;  ///< in cycle order (empty colour classes dropped)
+  double lp_seconds = 0, colour_seconds = 0, order_seconds = 0;
+};
+
+/// Synthesises the BBS frames of `g` (Sec. 2.3): LP -> integer multigraph by the LCM ->
+/// edge colouring (Koenig: d_m colours for bipartite multigraphs; otherwise alternating
+/// paths with a fallback to the least colour free at both ends, at most 2 d_m - 1) ->
+/// orientation -> greedy frame order. Errors: root outside 0..P-1, P = 1, LP failure.
+bool synthesize_bbs(const Graph& g, const SynthOptions& opt, Synthesis& out, std::string& err);
+
+/// Packet choice of a transfer u -> v.
+enum class Choice {
+  forward_potential,  ///< Algorithm 1: the packet u has and v lacks that most of v's
+                      ///< neighbours lack; ties: the lowest packet id
+  lowest,             ///< the lowest packet id u has and v lacks
+  rarest              ///< ours: Algorithm 1 with ties broken by the fewest holders in the
+                      ///< whole network (then the lowest id), BitTorrent's rarest first
+};
+
+/// The result of running a broadcast in the model.
+struct Run {
+  std::string algorithm;
+  int64_t steps = 0;            ///< T
+  int64_t transfers = 0;        ///< packets moved (useful ones: every baseline moves a packet only to a node lacking it)
+  std::vector<int> active;      ///< active edges per step
+  std::vector<Step> trace;      ///< every transfer, when asked for
+  double ae() const { return steps ? double(transfers) / double(steps) : 0; }  ///< mean active edges
+};
+
+/// What a step adds to its frame's transfers (our hybrids; `none` is the paper's BBS).
+enum class Fill {
+  none,
+  greedy,  ///< transfers on free edges, nodes in BFS order (as run_greedy)
+  maximum  ///< then grown to a maximum matching of the useful edges (Edmonds, Boost.Graph)
+};
+
+/// Replays `frames` cyclically (step t uses frame t mod F) with packet choice `choice`;
+/// `fill` adds transfers on the edges the frame leaves idle.
+/// Stops when every node holds all N packets. Returns false (err set) when a whole cycle
+/// moves nothing before the end (frames that cannot finish).
+bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Choice choice, Fill fill,
+                bool keep_trace, Run& out, std::string& err);
+
+/// Our hybrid: the best (least T, then the first) of four runs with rarest-first packet
+/// choice: {BFS-oriented, alternately oriented frames} x {greedy fill, maximum fill}. Its
+/// `algorithm` names the winner, e.g. "Hybrid(alternate+max)". A portfolio is legitimate
+/// here because synthesis is offline and the model is exact: the chosen run is the schedule.
+bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
+                const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err);
+
+/// Baselines of Sec. 3.1 in the same model (docs/bbs.md gives the exact rules chosen):
+/// Greedy (each step a maximal matching built in BFS order: a free node holding data sends
+/// to its farthest free neighbour lacking some of it, the lowest packet id it lacks);
+/// Binary Tree (pipelined broadcast down the BFS tree, parent = the lowest-id neighbour one
+/// hop closer to the root: 2 children at most on 2D grids, 3 on 3D grids; a periodic
+/// schedule of period c + 1, c the most children, so T = (c + 1) N + O(depth)).
+bool run_greedy(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err);
+bool run_tree(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err);
+
+/// The independent checker: replays `trace` against the model's rules (every transfer on
+/// an edge of G, each node in at most one transfer per step, the sender holds the packet
+/// at the start of the step) and the broadcast postcondition (every node ends with all N
+/// packets). Returns "" when all hold, else the first violation ("step S: ...").
+std::string check_trace(const Graph& g, int root, int packets, const std::vector<Step>& trace);
+
+}  // namespace bine::synth

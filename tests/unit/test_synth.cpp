@@ -1,0 +1,210 @@
+// BBS synthesis (compiler/synth, docs/bbs.md). Oracles: edge counts of grids, tori,
+// hypercubes and dragonflies by formula; the Moore bound for 16K3 (a 3-regular graph on 16
+// nodes has mean path length >= (3*1 + 6*2 + 6*3) / 15 = 2.2); the balanced LP's optimum by
+// counting (Eq. 6 and 14: P' C <= floor(P/2) where P' nodes are balanced, attained on
+// graphs with a perfect matching); the step lower bound (P-1) N / floor(P/2) (each step
+// moves at most floor(P/2) packets); Koenig's theorem (d_m colours on bipartite graphs);
+// the paper's Table 2 (4x4: BBS T = 212). check_trace is shown to catch sabotaged traces.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "bbs.h"
+
+namespace {
+
+using namespace bine::synth;
+
+Graph topo(const std::string& spec) {
+  Graph g;
+  std::string err;
+  INFO(spec << ": " << err);
+  REQUIRE(build_topology(spec, g, err));
+  return g;
+}
+
+std::string topo_error(const std::string& spec) {
+  Graph g;
+  std::string err;
+  CHECK_FALSE(build_topology(spec, g, err));
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("synth topologies: sizes by formula") {
+  Graph g = topo("grid:4x4");
+  CHECK(g.n == 16);
+  CHECK(g.edges.size() == 2 * 4 * 3);
+  CHECK(g.bipartite());
+  CHECK(g.adj[0].size() == 2);  // node 0 is a corner
+  g = topo("grid:8x8x16");
+  CHECK(g.n == 1024);
+  CHECK(g.edges.size() == size_t(7 * 8 * 16 + 8 * 7 * 16 + 8 * 8 * 15));
+  CHECK(g.adj[0].size() == 3);
+  g = topo("torus:4x4");
+  CHECK(g.edges.size() == 32);
+  CHECK(g.bipartite());
+  CHECK_FALSE(topo("torus:3x3").bipartite());
+  g = topo("hypercube:4");
+  CHECK(g.n == 16);
+  CHECK(g.edges.size() == 32);
+  // dragonfly:A,H: A*H+1 groups of A routers, cliques inside, one link per pair of groups.
+  g = topo("dragonfly:4,2");
+  CHECK(g.n == 36);
+  CHECK(g.edges.size() == size_t(9 * 6 + 9 * 8 / 2));
+  for (auto& a : g.adj) CHECK(a.size() == 3 + 2);
+}
+
+TEST_CASE("synth topologies: 16K3 is 3-regular and meets the Moore bound") {
+  Graph g = topo("16k3");
+  CHECK(g.n == 16);
+  for (auto& a : g.adj) CHECK(a.size() == 3);
+  int64_t total = 0;
+  for (int s = 0; s < 16; ++s)
+    for (int d : g.bfs_dist(s)) total += d;
+  CHECK(total == 16 * 33);  // mean path length 33/15 = 2.2
+}
+
+TEST_CASE("synth topologies: bad input gets a clear error") {
+  CHECK(topo_error("grid:4x") .find("expected grid:AxB") != std::string::npos);
+  CHECK(topo_error("mesh:4x4").find("unknown topology") != std::string::npos);
+  CHECK(topo_error("edges:/nonexistent/x.txt").find("cannot read") != std::string::npos);
+  Graph g;
+  std::string err;
+  CHECK_FALSE(graph_from_edge_list("e.txt", "0 1\n1 x\n", g, err));
+  CHECK(err.find("e.txt:2: node ids are integers") != std::string::npos);
+  CHECK_FALSE(graph_from_edge_list("e.txt", "0 1 2\n", g, err));
+  CHECK(err.find("e.txt:1: expected two node ids") != std::string::npos);
+  CHECK_FALSE(graph_from_edge_list("e.txt", "# c\n0 1\n1 1\n", g, err));
+  CHECK(err.find("e.txt:3: self loop") != std::string::npos);
+  CHECK_FALSE(graph_from_edge_list("e.txt", "0 1\n1 0\n", g, err));
+  CHECK(err.find("e.txt:2: duplicate edge") != std::string::npos);
+  CHECK_FALSE(graph_from_edge_list("e.txt", "0 1\n2 3\n", g, err));
+  CHECK(err.find("disconnected (node 2 is unreachable") != std::string::npos);
+  REQUIRE(graph_from_edge_list("e.txt", "0 1\n1 2 # a path\n", g, err));
+  CHECK(g.n == 3);
+  Synthesis s;
+  SynthOptions o;
+  o.root = 3;
+  CHECK_FALSE(synthesize_bbs(g, o, s, err));
+  CHECK(err.find("root 3 is not a node") != std::string::npos);
+  o.root = 0, o.packets = 0;
+  CHECK_FALSE(synthesize_bbs(g, o, s, err));
+  CHECK(err.find("packet count N must be at least 1") != std::string::npos);
+  Run r;
+  CHECK_FALSE(run_greedy(g, 0, 0, false, r, err));
+  CHECK_FALSE(run_tree(g, 5, 10, false, r, err));
+}
+
+TEST_CASE("synth LP: the optimum C by counting") {
+  struct Case {
+    const char* spec;
+    Balance bal;
+    int64_t num, den;
+  } cases[] = {{"grid:4x4", Balance::paper, 1, 2},       {"grid:4x4", Balance::non_root, 8, 15},
+               {"hypercube:3", Balance::non_root, 4, 7}, {"grid:2x2x4", Balance::paper, 1, 2},
+               {"16k3", Balance::non_root, 8, 15}};
+  for (const Case& c : cases) {
+    INFO(c.spec);
+    Graph g = topo(c.spec);
+    LpSolution lp;
+    std::string err;
+    REQUIRE(solve_balanced_lp(g, 0, c.bal, lp, err));
+    CHECK(lp.c_num * c.den == c.num * lp.c_den);
+    // The multiplicities satisfy Eq. 7 exactly: every node's in + out <= l.
+    std::vector<int64_t> busy(size_t(g.n), 0);
+    for (size_t a = 0; a < lp.k.size(); ++a) busy[size_t(lp.from[a])] += lp.k[a], busy[size_t(lp.to[a])] += lp.k[a];
+    for (int64_t b : busy) CHECK(b <= lp.lcm);
+  }
+}
+
+TEST_CASE("synth frames: Koenig colouring gives d_m matchings of edges of G") {
+  for (const char* spec : {"grid:4x4", "grid:4x16", "grid:2x2x4", "hypercube:4", "16k3", "torus:3x5", "dragonfly:2,2"}) {
+    INFO(spec);
+    Graph g = topo(spec);
+    std::set<std::pair<int, int>> es(g.edges.begin(), g.edges.end());
+    Synthesis s;
+    SynthOptions o;
+    std::string err;
+    REQUIRE(synthesize_bbs(g, o, s, err));
+    if (g.bipartite()) CHECK(s.colours == s.max_degree);
+    CHECK(s.colours <= 2 * s.max_degree - 1);
+    for (const Frame& f : s.frames) {
+      std::vector<int> seen;
+      for (auto [a, b] : f) {
+        CHECK(es.count({std::min(a, b), std::max(a, b)}) == 1);
+        seen.push_back(a), seen.push_back(b);
+      }
+      std::sort(seen.begin(), seen.end());
+      CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    }
+  }
+}
+
+TEST_CASE("synth runs: every algorithm passes the checker and respects the lower bound") {
+  for (const char* spec : {"grid:4x4", "grid:2x2x4", "16k3", "torus:3x5", "dragonfly:2,2", "hypercube:4"}) {
+    Graph g = topo(spec);
+    for (int N : {1, 7, 60}) {
+      INFO(spec << " N=" << N);
+      std::string err;
+      Synthesis sb, sa;
+      SynthOptions o;
+      o.packets = N;
+      REQUIRE(synthesize_bbs(g, o, sb, err));
+      o.orient = Orient::alternate;
+      REQUIRE(synthesize_bbs(g, o, sa, err));
+      Run r[4];
+      REQUIRE(run_frames(g, 0, N, sb.frames, Choice::forward_potential, Fill::none, true, r[0], err));
+      REQUIRE(run_hybrid(g, 0, N, sb.frames, sa.frames, true, r[1], err));
+      REQUIRE(run_greedy(g, 0, N, true, r[2], err));
+      REQUIRE(run_tree(g, 0, N, true, r[3], err));
+      const int64_t lower = (int64_t(g.n - 1) * N + g.n / 2 - 1) / (g.n / 2);
+      for (Run& x : r) {
+        INFO(x.algorithm);
+        CHECK(check_trace(g, 0, N, x.trace) == "");
+        CHECK(x.steps >= lower);
+        CHECK(x.transfers == int64_t(g.n - 1) * N);  // only useful transfers
+      }
+    }
+  }
+}
+
+TEST_CASE("synth runs: the hybrid beats the paper's BBS on the 4x4 grid (Table 2)") {
+  Graph g = topo("grid:4x4");
+  std::string err;
+  Synthesis sb, sa;
+  SynthOptions o;
+  REQUIRE(synthesize_bbs(g, o, sb, err));
+  o.orient = Orient::alternate;
+  REQUIRE(synthesize_bbs(g, o, sa, err));
+  Run r;
+  REQUIRE(run_hybrid(g, 0, 100, sb.frames, sa.frames, false, r, err));
+  CHECK(r.steps <= 212);
+}
+
+TEST_CASE("synth check_trace catches sabotaged traces") {
+  Graph g = topo("grid:4x4");
+  std::string err;
+  Run r;
+  REQUIRE(run_tree(g, 0, 5, true, r, err));
+  REQUIRE(check_trace(g, 0, 5, r.trace) == "");
+  size_t s0 = 0, s1 = 0;  // the first two steps with transfers
+  while (r.trace[s0].empty()) ++s0;
+  for (s1 = s0 + 1; r.trace[s1].empty();) ++s1;
+  REQUIRE(r.trace[s0][0].from == 0);
+  auto bad = r.trace;
+  bad[s0][0].to = 15;  // 0 -> 15 is no edge
+  CHECK(check_trace(g, 0, 5, bad).find("not on an edge") != std::string::npos);
+  bad = r.trace;
+  bad[s1].push_back(bad[s1][0]);  // the same node twice in a step
+  CHECK(check_trace(g, 0, 5, bad).find("two transfers") != std::string::npos);
+  bad = r.trace;
+  bad.pop_back();  // the last packet never arrives
+  CHECK(check_trace(g, 0, 5, bad).find("lacks packet") != std::string::npos);
+  bad = r.trace;
+  bad[s0] = {{1, 2, 4}};  // node 1 forwards packet 4 before anything reached it
+  CHECK(check_trace(g, 0, 5, bad).find("the sender does not hold the packet") != std::string::npos);
+}
