@@ -31,6 +31,8 @@
 #include <mpi.h>
 #include <utofu.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -158,7 +160,8 @@ bool stadd_ok(int rank, utofu_stadd_t stadd, size_t length, bool write) {
 
 // Moves the TOQ onto the wire, in order per destination.
 void push_toq(Vcq& v) {
-  std::vector<char> blocked(size_t(g.size), 0);
+  static std::vector<char> blocked;
+  blocked.assign(size_t(g.size), 0);
   for (auto it = v.toq.begin(); it != v.toq.end();) {
     Descriptor& d = *it;
     if (blocked[size_t(d.dst_rank)]) {
@@ -210,7 +213,8 @@ void push_toq(Vcq& v) {
 
 // Lands what arrived on this process's inbound rings.
 void drain_rings() {
-  std::vector<int> order(size_t(g.size));
+  static std::vector<int> order;
+  order.resize(size_t(g.size));
   for (int i = 0; i < g.size; ++i) order[size_t(i)] = i;
   if (g.stress) std::shuffle(order.begin(), order.end(), g.rng);
   for (int src : order) {
@@ -509,7 +513,10 @@ int utofu_poll_tcq(utofu_vcq_hdl_t vcq_hdl, unsigned long int flags, void** cbda
   if (!v) return UTOFU_ERR_INVALID_VCQ_HDL;
   if (flags != 0) return UTOFU_ERR_INVALID_FLAGS;
   progress();
-  if (v->tcq.empty()) return UTOFU_ERR_NOT_FOUND;
+  if (v->tcq.empty()) {
+    sched_yield();  // nothing yet: let the process this one waits for run (oversubscribed cores)
+    return UTOFU_ERR_NOT_FOUND;
+  }
   if (cbdata) *cbdata = v->tcq.front();
   v->tcq.pop_front();
   --v->in_flight;
@@ -522,7 +529,10 @@ int utofu_poll_mrq(utofu_vcq_hdl_t vcq_hdl, unsigned long int flags, struct utof
   if (flags != 0) return UTOFU_ERR_INVALID_FLAGS;
   if (!notice) return UTOFU_ERR_INVALID_POINTER;
   progress();
-  if (v->mrq.empty()) return UTOFU_ERR_NOT_FOUND;
+  if (v->mrq.empty()) {
+    sched_yield();
+    return UTOFU_ERR_NOT_FOUND;
+  }
   *notice = v->mrq.front();
   v->mrq.pop_front();
   return UTOFU_SUCCESS;
