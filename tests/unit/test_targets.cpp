@@ -45,7 +45,8 @@ TargetFeatures everything() {
 TEST_CASE("target registry: mpi is listed, found by name, and lowers every library schedule") {
   REQUIRE(find_target("mpi") != nullptr);
   CHECK(find_target("cuda") == nullptr);
-  CHECK(target_names() == "mpi");
+  CHECK(target_names() == "mpi, utofu");
+  REQUIRE(find_target("utofu") != nullptr);
   const Target& mpi = *find_target("mpi");
   CHECK(mpi.features().collectives.size() == 8);
   for (const ScheduleDecl& s : library().schedules) CHECK_MESSAGE(unsupported(mpi, library(), s).empty(), s.name);

@@ -1528,6 +1528,12 @@ class BasicContext {
 };
 
 /// The context generated code uses: the round pipeline over MPI point-to-point.
-using Context = BasicContext<MpiTransport>;
+#ifndef BINE_MPI_TRANSPORT
+#define BINE_MPI_TRANSPORT MpiTransport
+#endif
+/// The context generated code runs: over MPI point-to-point, or the transport a target's
+/// runtime header names with BINE_MPI_TRANSPORT before including this one
+/// (bine/utofu_runtime.hpp). One transport per program.
+using Context = BasicContext<BINE_MPI_TRANSPORT>;
 
 }  // namespace bine::mpi
