@@ -40,6 +40,12 @@ struct TargetFeatures {
   bool composition = false;             ///< `phase x = other_schedule(...)`
 };
 
+/// The features of a target whose transport sits below the runtime's round pipeline
+/// (`bine::mpi::BasicContext<Transport>`, bine/mpi_runtime.hpp): all eight collectives and
+/// every language feature, since the pipeline lowers them above the transport. The `mpi`
+/// and `utofu` targets; a target with a runtime of its own states its own features.
+const TargetFeatures& round_pipeline_features();
+
 /// One file a target writes: `suffix` appended to the output path (empty for the main file,
 /// e.g. the header), `text` its bytes. Deterministic: same input, same bytes.
 struct EmittedFile {

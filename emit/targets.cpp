@@ -61,6 +61,18 @@ std::string unsupported_stmt(const RankProgram& rp, const Block& b, const Target
 
 }  // namespace
 
+const TargetFeatures& round_pipeline_features() {
+  static const TargetFeatures f = [] {
+    TargetFeatures x;
+    x.collectives = {Collective::allreduce, Collective::bcast,   Collective::reduce,         Collective::allgather,
+                     Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall};
+    x.fold_two_one = x.fold_three_two = x.fold_ring = true;
+    x.scratch = x.segment = x.permute = x.composition = true;
+    return x;
+  }();
+  return f;
+}
+
 std::string unsupported(const Target& target, const RankProgram& rp) {
   const TargetFeatures& f = target.features();
   if (std::find(f.collectives.begin(), f.collectives.end(), rp.collective) == f.collectives.end())

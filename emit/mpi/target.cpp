@@ -13,17 +13,7 @@ class MpiTarget final : public Target {
   const char* summary() const override {
     return "C/C++ header: one function per schedule with the MPI collective's signature (bine/mpi_runtime.hpp)";
   }
-  const TargetFeatures& features() const override {
-    static const TargetFeatures f = [] {
-      TargetFeatures x;
-      x.collectives = {Collective::allreduce, Collective::bcast,   Collective::reduce,         Collective::allgather,
-                       Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall};
-      x.fold_two_one = x.fold_three_two = x.fold_ring = true;
-      x.scratch = x.segment = x.permute = x.composition = true;
-      return x;
-    }();
-    return f;
-  }
+  const TargetFeatures& features() const override { return round_pipeline_features(); }
   std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                                 const EmitOptions& options) const override {
     return {{"", emit_mpi_header(programs, proofs, options)}};

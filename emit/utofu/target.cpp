@@ -14,19 +14,9 @@ class UtofuTarget final : public Target {
     return "C/C++ header: the MPI signatures, data moved with uTofu puts (bine/utofu_runtime.hpp; "
            "link uTofu or runtime/utofu_emu)";
   }
-  const TargetFeatures& features() const override {
-    // The collectives run end to end through the emulation (tests/utofu); the transport is
-    // below the round pipeline, so every language feature the MPI runtime lowers is lowered.
-    static const TargetFeatures f = [] {
-      TargetFeatures x;
-      x.collectives = {Collective::allreduce, Collective::bcast,   Collective::reduce,         Collective::allgather,
-                       Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall};
-      x.fold_two_one = x.fold_three_two = x.fold_ring = true;
-      x.scratch = x.segment = x.permute = x.composition = true;
-      return x;
-    }();
-    return f;
-  }
+  // The collectives run end to end through the emulation (tests/utofu); the transport is
+  // below the round pipeline, so every language feature the MPI runtime lowers is lowered.
+  const TargetFeatures& features() const override { return round_pipeline_features(); }
   std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                                 const EmitOptions& options) const override {
     return {{"", emit_utofu_header(programs, proofs, options)}};
