@@ -20,16 +20,16 @@ struct Origin {
 
 /// Send `blocks` of the rank's buffer to `peer` (a real rank).
 struct SendOp {
-  int64_t peer;
+  int64_t peer = -1;
   BlockSet blocks;
   Origin origin;
 };
 /// Receive `blocks` from `peer`; reduce: combine into the buffer (lower rank's data is
 /// the left operand), else overwrite.
 struct RecvOp {
-  int64_t peer;
+  int64_t peer = -1;
   BlockSet blocks;
-  bool reduce;
+  bool reduce = false;
   Origin origin;
 };
 /// Local permutation of the rank's blocks, applied at the end of its round (after the
@@ -48,7 +48,7 @@ struct PermuteOp {
 struct LocalOp {
   BlockSet src;
   BlockSet blocks;   ///< the destination
-  bool reduce;
+  bool reduce = false;
   Origin origin;
   int64_t peer = -1;  ///< no peer (generic accessors; use is_transfer())
 };

@@ -44,9 +44,9 @@ TEST_CASE("match_round pairs the k-th send of x to y with the k-th receive of y 
       int64_t y = int64_t(rng() % uint64_t(s.p - 1));
       if (y >= x) ++y;
       const BlockSet b = BlockSet::block(int64_t(rng() % 4), 4);
-      s.ranks[size_t(x)][0].push_back(SendOp{y, b, {}});
-      if (rng() % 3 == 0) s.ranks[size_t(x)][0].push_back(LocalOp{b, b, false, {}});
-      s.ranks[size_t(y)][0].push_back(RecvOp{x, b, false, {}});
+      s.ranks[size_t(x)][0].emplace_back(std::in_place_type<SendOp>, SendOp{y, b, {}});
+      if (rng() % 3 == 0) s.ranks[size_t(x)][0].emplace_back(std::in_place_type<LocalOp>, LocalOp{b, b, false, {}});
+      s.ranks[size_t(y)][0].emplace_back(std::in_place_type<RecvOp>, RecvOp{x, b, false, {}});
     }
     for (auto& r : s.ranks) std::shuffle(r[0].begin(), r[0].end(), rng);
     const bool drop = trial % 2 == 1;

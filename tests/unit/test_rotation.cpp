@@ -41,8 +41,8 @@ Schedule gather4(int64_t root, BlockSet sent, BlockSet received, int64_t from, i
   s.blocks = 4;
   s.num_rounds = 1;
   s.ranks.assign(4, std::vector<Round>(1));
-  s.ranks[size_t(from)][0].push_back(SendOp{to, sent, {}});
-  s.ranks[size_t(to)][0].push_back(RecvOp{from, received, false, {}});
+  s.ranks[size_t(from)][0].emplace_back(std::in_place_type<SendOp>, SendOp{to, sent, {}});
+  s.ranks[size_t(to)][0].emplace_back(std::in_place_type<RecvOp>, RecvOp{from, received, false, {}});
   return s;
 }
 }  // namespace

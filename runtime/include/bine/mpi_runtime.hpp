@@ -176,38 +176,42 @@ inline int error_code(int cls, const char* text) {
   return code;
 }
 
+/// The loop of pack_elements() / unpack_elements(): `count` elements of shape `s` in pieces
+/// of at most INT_MAX packed bytes (MPI_Pack's int counts); piece(done, n) converts
+/// elements [done, done + n) and returns an MPI error code, the first failure ends it.
+template <class Piece>
+inline int for_each_pack_piece(uint64_t count, const TypeShape& s, Piece piece) {
+  if (count == 0 || s.size == 0) return MPI_SUCCESS;
+  const uint64_t per = uint64_t(INT_MAX) / uint64_t(s.size) ? uint64_t(INT_MAX) / uint64_t(s.size) : 1;
+  for (uint64_t done = 0; done < count; done += per) {
+    const int rc = piece(done, count - done < per ? count - done : per);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
 /// Packs `count` elements of `type` (shape `s`) at `user` into `out` (count * s.size bytes,
 /// the type map's bytes in order) with MPI_Pack on `comm`, in pieces of at most INT_MAX
 /// bytes. MPI_ERR_TYPE when MPI_Pack does not produce exactly s.size bytes per element
 /// (a packed representation that is not the native one: a heterogeneous MPI).
 inline int pack_elements(const void* user, uint64_t count, MPI_Datatype type, const TypeShape& s, char* out,
                          MPI_Comm comm) {
-  if (count == 0 || s.size == 0) return MPI_SUCCESS;
-  const uint64_t per = uint64_t(INT_MAX) / uint64_t(s.size) ? uint64_t(INT_MAX) / uint64_t(s.size) : 1;
-  for (uint64_t done = 0; done < count; done += per) {
-    const uint64_t n = count - done < per ? count - done : per;
+  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) {
     int pos = 0;
     const char* from = static_cast<const char*>(user) + MPI_Aint(done) * s.extent;
     const int rc = MPI_Pack(from, int(n), type, out + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, comm);
     if (rc != MPI_SUCCESS) return rc;
-    if (uint64_t(pos) != n * uint64_t(s.size)) return MPI_ERR_TYPE;
-  }
-  return MPI_SUCCESS;
+    return uint64_t(pos) == n * uint64_t(s.size) ? MPI_SUCCESS : MPI_ERR_TYPE;
+  });
 }
 /// The inverse of pack_elements(): `count` elements of `type` from `in` (count * s.size
 /// bytes) into `user`, with MPI_Unpack; only the bytes of the type map are written.
 inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, const TypeShape& s, void* user,
                            MPI_Comm comm) {
-  if (count == 0 || s.size == 0) return MPI_SUCCESS;
-  const uint64_t per = uint64_t(INT_MAX) / uint64_t(s.size) ? uint64_t(INT_MAX) / uint64_t(s.size) : 1;
-  for (uint64_t done = 0; done < count; done += per) {
-    const uint64_t n = count - done < per ? count - done : per;
+  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) {
     int pos = 0;
     char* to = static_cast<char*>(user) + MPI_Aint(done) * s.extent;
-    const int rc = MPI_Unpack(in + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, to, int(n), type, comm);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  return MPI_SUCCESS;
+    return MPI_Unpack(in + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, to, int(n), type, comm);
+  });
 }
 
 /// Testing hook: when set, called with the working buffer (base, element bytes, elements)
