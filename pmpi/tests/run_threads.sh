@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-run() { timeout 300 mpirun "${mpirun_args[@]}" "$@"; }
+run() { timeout 120 mpirun "${mpirun_args[@]}" "$@"; }
 for p in 2 4; do
   run -np "$p" "$app" "$threads" "$iters" >"$tmp/ref$p" 2>&1 || fail "p=$p without LD_PRELOAD exited $?"
   if grep -q '^SKIP' "$tmp/ref$p"; then cat "$tmp/ref$p"; echo "pmpi_threads: SKIP"; exit 77; fi

@@ -3,8 +3,9 @@
 // other one with the ranks reversed), and T threads, each running a loop of MPI_Allreduce,
 // MPI_Bcast and MPI_Allgather on its own communicator with varied counts, roots and
 // operators. Every result is compared with the value computed locally from the known inputs
-// of every rank (integers: exact). The first call on each communicator happens inside its
-// thread, so the library creates its private communicators concurrently.
+// of every rank (integers: exact). The threads wait at a start gate and the first call on
+// each communicator happens inside its thread, so the library sets itself up (attribute key,
+// private communicators) from several threads at once.
 // usage: pmpi_threads_app [THREADS [ITERATIONS]]
 // Rank 0 prints "expected allreduce A bcast B allgather C" (the calls each rank makes, the
 // report's counts), then "threads: PASS ..." or "threads: FAIL ..."; exit 1 on a mismatch.
@@ -14,6 +15,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,8 +45,13 @@ void mismatch(Result& r, const char* what, int t, int it, long long i, long long
                   it, i, got, want);
 }
 
-/// Thread t's loop on its communicator.
-void run(MPI_Comm comm, int t, int iters, Result* res) {
+/// The start gate: every thread spins until all have started, then all begin at once.
+std::atomic<int> g_started{0};
+
+/// Thread t's loop on its communicator (of `threads` threads).
+void run(MPI_Comm comm, int t, int threads, int iters, Result* res) {
+  g_started.fetch_add(1);
+  while (g_started.load() < threads) std::this_thread::yield();
   Result& r = *res;
   int rank = 0, p = 0;
   MPI_Comm_rank(comm, &rank);
@@ -112,7 +119,7 @@ int main(int argc, char** argv) {
   }
   std::vector<Result> results(static_cast<size_t>(threads));
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(run, comms[size_t(t)], t, iters, &results[size_t(t)]);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(run, comms[size_t(t)], t, threads, iters, &results[size_t(t)]);
   for (std::thread& th : pool) th.join();
 
   long long local[3] = {0, 0, 0}, total[3] = {0, 0, 0};
