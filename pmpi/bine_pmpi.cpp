@@ -19,7 +19,6 @@
 #include <mpi.h>
 
 #include <atomic>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -187,7 +186,7 @@ inline uint64_t value(const Counter& c) { return c.load(std::memory_order_relaxe
 /// Per-collective counters for the report (this rank's view; every rank decides alike).
 struct Stats {
   Counter calls{0}, bytes{0}, bine_calls{0}, bine_bytes{0};
-  std::vector<Counter> per_schedule;  // sized once, in load_config
+  std::vector<Counter> per_schedule;  // sized once, in read_config
   Counter reasons[kNumReasons] = {};
 };
 
