@@ -9,14 +9,23 @@
 // arguments that agree on all ranks, so all ranks of a call take the same path.
 // MPI_Init / MPI_Init_thread load the configuration; MPI_Finalize prints the report
 // (BINE_PMPI_REPORT=1) from rank 0 and then calls PMPI_Finalize.
+//
+// Threads (MPI_THREAD_MULTIPLE): concurrent calls on different communicators are safe. The
+// configuration is loaded once (std::call_once) and only read afterwards; the report's
+// counters are relaxed atomics; the private communicators are cached as attributes of the
+// application's communicators, which MPI itself keeps thread-safe, and are created with no
+// lock of ours held (PMPI_Comm_dup blocks on the other ranks of that communicator only);
+// the runtime keeps its buffer pools, plan caches and workspaces per thread.
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -168,21 +177,30 @@ const char* const kReasonText[kNumReasons] = {
     "forced schedule not applicable (p or operator)", "no table rule applies", "table rule says mpi",
     "communicator dup failed"};
 
+/// A report counter: incremented by concurrent calls from several threads, so atomic;
+/// relaxed, as only the totals matter (read by MPI_Finalize after the threads are done).
+using Counter = std::atomic<uint64_t>;
+inline void bump(Counter& c, uint64_t by = 1) { c.fetch_add(by, std::memory_order_relaxed); }
+inline uint64_t value(const Counter& c) { return c.load(std::memory_order_relaxed); }
+
 /// Per-collective counters for the report (this rank's view; every rank decides alike).
 struct Stats {
-  uint64_t calls = 0, bytes = 0, bine_calls = 0, bine_bytes = 0;
-  std::vector<uint64_t> per_schedule;
-  uint64_t reasons[kNumReasons] = {};
+  Counter calls{0}, bytes{0}, bine_calls{0}, bine_bytes{0};
+  std::vector<Counter> per_schedule;  // sized once, in read_config
+  Counter reasons[kNumReasons] = {};
 };
 
+/// The configuration, written only inside load_config (once, under `once`) and read-only
+/// afterwards; the counters; the attribute key of the private communicators.
 struct Config {
-  bool loaded = false;
+  std::once_flag once;
   bool report = false;
-  bool finalizing = false;
+  std::atomic<bool> finalizing{false};
   std::string table_source = "default (compiled in)";
   std::vector<Rule> rules[kNumColl];
   int forced[kNumColl];
   Stats stats[kNumColl];
+  std::once_flag keyval_once;
   int keyval = MPI_KEYVAL_INVALID;
 };
 
@@ -258,14 +276,12 @@ void parse_table(const std::string& text, const std::string& source) {
   }
 }
 
-/// Loads the configuration once: BINE_PMPI_TABLE (or the default), BINE_PMPI_<COLLECTIVE>,
-/// BINE_PMPI_REPORT. Called from MPI_Init/MPI_Init_thread and at the first intercepted call.
-void load_config() {
-  if (g.loaded) return;
-  g.loaded = true;
+/// Reads the configuration: BINE_PMPI_TABLE (or the default), BINE_PMPI_<COLLECTIVE>,
+/// BINE_PMPI_REPORT. Runs once, through load_config().
+void read_config() {
   for (int c = 0; c < kNumColl; ++c) {
     g.forced[c] = -1;
-    g.stats[c].per_schedule.assign(size_t(num_schedules(Coll(c))), 0);
+    g.stats[c].per_schedule = std::vector<Counter>(size_t(num_schedules(Coll(c))));  // zeroed
   }
   const char* rep = std::getenv("BINE_PMPI_REPORT");
   g.report = rep && *rep && std::strcmp(rep, "0") != 0;
@@ -293,6 +309,12 @@ void load_config() {
     g.forced[c] = i;
   }
 }
+
+/// Loads the configuration once. Called from MPI_Init/MPI_Init_thread and at every
+/// intercepted call (the first one loads it if MPI was initialized otherwise); threads that
+/// call it while another thread loads wait for that load to finish, and every later call
+/// sees the configuration complete (std::call_once synchronizes).
+void load_config() { std::call_once(g.once, read_config); }
 
 // ---------------------------------------------------------------------------------------
 // Decision.
@@ -339,7 +361,7 @@ int comm_size(MPI_Comm comm, Reason* why) {
 
 int delete_dup(MPI_Comm, int, void* attr, void*) {
   auto* dup = static_cast<MPI_Comm*>(attr);
-  if (!g.finalizing) PMPI_Comm_free(dup);
+  if (!g.finalizing.load()) PMPI_Comm_free(dup);
   delete dup;
   return MPI_SUCCESS;
 }
@@ -347,10 +369,19 @@ int delete_dup(MPI_Comm, int, void* attr, void*) {
 /// The private duplicate of `comm` the generated schedules run on (cached as an attribute,
 /// freed with `comm`), so their point-to-point messages never match the application's.
 /// Collective on first use; every rank gets here at the same call. MPI_COMM_NULL on failure.
+/// Threads: the key is created once (a local call, no communication). The attribute is the
+/// cache, one entry per application communicator, and the MPI attribute calls are
+/// thread-safe under MPI_THREAD_MULTIPLE; MPI forbids concurrent collectives on one
+/// communicator, so no two threads of this process look up or create the same entry at
+/// once, and the PMPI_Comm_dup runs with no lock held: two threads dup'ing two
+/// communicators (whose other ranks may reach the dups in another order) cannot deadlock
+/// on a lock of ours.
 MPI_Comm private_comm(MPI_Comm comm) {
-  if (g.keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g.keyval, nullptr) != MPI_SUCCESS)
-    return MPI_COMM_NULL;
+  std::call_once(g.keyval_once, [] {
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_dup, &g.keyval, nullptr) != MPI_SUCCESS)
+      g.keyval = MPI_KEYVAL_INVALID;
+  });
+  if (g.keyval == MPI_KEYVAL_INVALID) return MPI_COMM_NULL;
   void* attr = nullptr;
   int flag = 0;
   if (PMPI_Comm_get_attr(comm, g.keyval, &attr, &flag) != MPI_SUCCESS) return MPI_COMM_NULL;
@@ -369,18 +400,18 @@ MPI_Comm private_comm(MPI_Comm comm) {
 int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reason why, MPI_Comm* pcomm) {
   load_config();
   Stats& s = g.stats[c];
-  s.calls++;
-  s.bytes += bytes;
+  bump(s.calls);
+  bump(s.bytes, bytes);
   int i = -1;
   if (p > 0) i = bytes == 0 ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why);
   if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
   if (i < 0) {
-    s.reasons[why]++;
+    bump(s.reasons[why]);
     return -1;
   }
-  s.bine_calls++;
-  s.bine_bytes += bytes;
-  s.per_schedule[size_t(i)]++;
+  bump(s.bine_calls);
+  bump(s.bine_bytes, bytes);
+  bump(s.per_schedule[size_t(i)]);
   return i;
 }
 
@@ -434,16 +465,18 @@ void print_report() {
   for (int c = 0; c < kNumColl; ++c) {
     const Stats& s = g.stats[c];
     std::fprintf(stderr, "  %s: %llu calls, %llu bytes; bine %llu calls, %llu bytes", kCollName[c],
-                 (unsigned long long)s.calls, (unsigned long long)s.bytes, (unsigned long long)s.bine_calls,
-                 (unsigned long long)s.bine_bytes);
+                 (unsigned long long)value(s.calls), (unsigned long long)value(s.bytes),
+                 (unsigned long long)value(s.bine_calls), (unsigned long long)value(s.bine_bytes));
     if (g.forced[c] >= 0) std::fprintf(stderr, " [forced %s]", kInfo[c][g.forced[c]].name);
     for (size_t i = 0; i < s.per_schedule.size(); ++i)
-      if (s.per_schedule[i]) std::fprintf(stderr, "; %s %llu", kInfo[c][i].name, (unsigned long long)s.per_schedule[i]);
+      if (value(s.per_schedule[i]))
+        std::fprintf(stderr, "; %s %llu", kInfo[c][i].name, (unsigned long long)value(s.per_schedule[i]));
     uint64_t fb = 0;
-    for (int r = 0; r < kNumReasons; ++r) fb += s.reasons[r];
+    for (int r = 0; r < kNumReasons; ++r) fb += value(s.reasons[r]);
     std::fprintf(stderr, "; fallback %llu", (unsigned long long)fb);
     for (int r = 0; r < kNumReasons; ++r)
-      if (s.reasons[r]) std::fprintf(stderr, " (%s: %llu)", kReasonText[r], (unsigned long long)s.reasons[r]);
+      if (value(s.reasons[r]))
+        std::fprintf(stderr, " (%s: %llu)", kReasonText[r], (unsigned long long)value(s.reasons[r]));
     std::fprintf(stderr, "\n");
   }
   std::fflush(stderr);
@@ -470,11 +503,13 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return rc;
 }
 
-/// Prints the report (BINE_PMPI_REPORT=1) from rank 0, then PMPI_Finalize.
+/// Prints the report (BINE_PMPI_REPORT=1) from rank 0, then PMPI_Finalize. MPI requires the
+/// application's other threads to have finished their MPI calls by now, so the counters
+/// are final.
 int MPI_Finalize(void) {
   load_config();
   if (g.report) print_report();
-  g.finalizing = true;
+  g.finalizing.store(true);
   return PMPI_Finalize();
 }
 
