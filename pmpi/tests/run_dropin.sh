@@ -7,14 +7,8 @@
 # usage: run_dropin.sh APP LIBBINE_PMPI
 set -uo pipefail
 app=$1 lib=$2
-mpirun_args=(--oversubscribe)
-[ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-run() { timeout 120 mpirun "${mpirun_args[@]}" "$@"; }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 for p in 1 3 4 8; do
   run -np "$p" "$app" >"$tmp/ref$p" 2>&1 || fail "p=$p without LD_PRELOAD exited $?"
   run -np "$p" -x LD_PRELOAD="$lib" -x BINE_PMPI_REPORT=1 "$app" >"$tmp/out$p" 2>"$tmp/err$p" ||

@@ -9,14 +9,8 @@
 # usage: run_threads.sh APP LIBBINE_PMPI [THREADS [ITERATIONS]]
 set -uo pipefail
 app=$1 lib=$2 threads=${3:-4} iters=${4:-200}
-mpirun_args=(--oversubscribe)
-[ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-run() { timeout 120 mpirun "${mpirun_args[@]}" "$@"; }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 for p in 2 4; do
   run -np "$p" "$app" "$threads" "$iters" >"$tmp/ref$p" 2>&1 || fail "p=$p without LD_PRELOAD exited $?"
   if grep -q '^SKIP' "$tmp/ref$p"; then cat "$tmp/ref$p"; echo "pmpi_threads: SKIP"; exit 77; fi

@@ -10,13 +10,8 @@
 # usage: run_threads_tsan.sh APP_TSAN LIBBINE_PMPI_TSAN LIBTSAN [THREADS [ITERATIONS]]
 set -uo pipefail
 app=$1 lib=$2 libtsan=$3 threads=${4:-4} iters=${5:-20}
-mpirun_args=(--oversubscribe)
-[ "$(id -u)" = 0 ] && mpirun_args+=(--allow-run-as-root)
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-fail() { echo "FAIL: $*"; status=1; }
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
 for p in 2 4; do
   timeout 120 mpirun "${mpirun_args[@]}" -np "$p" -x LD_PRELOAD="$libtsan:$lib" -x BINE_PMPI_REPORT=1 \
     -x TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0" "$app" "$threads" "$iters" >"$tmp/out$p" 2>&1
