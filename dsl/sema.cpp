@@ -25,12 +25,12 @@ const char* type_name(Type t) {
   return "?";
 }
 
-static const char* const kCollectiveNames[] = {"bcast",     "reduce", "allreduce", "reduce_scatter",
-                                               "allgather", "gather", "scatter",   "alltoall"};
+static const char* const kCollectiveNames[kCollectiveCount] = {
+    "bcast", "reduce", "allreduce", "reduce_scatter", "allgather", "gather", "scatter", "alltoall", "scan", "exscan", "barrier"};
 
 const char* collective_name(Collective c) { return kCollectiveNames[int(c)]; }
 bool collective_from_name(const std::string& s, Collective& c) {
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < kCollectiveCount; ++i)
     if (s == kCollectiveNames[i]) {
       c = Collective(i);
       return true;
@@ -253,13 +253,16 @@ class Sema {
     phases_.clear();
     if (!collective_from_name(s.collective_name, s.collective))
       diags_.error(s.collective_span, "unknown collective '" + s.collective_name +
-                                          "' (expected bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter or alltoall)");
+                                          "' (expected bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter, alltoall, scan, exscan or barrier)");
     if (s.fold != FoldKind::none && s.collective == Collective::alltoall)
       diags_.error(s.fold_span, "'fold' is not defined for alltoall (no two-one elimination of a p x p block grid)");
-    if (s.fold == FoldKind::three_two && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
+    else if (s.fold != FoldKind::none && !collective_folds(s.collective))
+      diags_.error(s.fold_span, std::string("'fold' is not defined for ") + collective_name(s.collective) +
+                                    " (write the elimination steps in the body: docs/language.md, \"Collective contracts\")");
+    if (s.fold == FoldKind::three_two && s.collective != Collective::allreduce && collective_folds(s.collective))
       diags_.error(s.fold_span, "'fold 3-2' is defined for allreduce only (its eliminated ranks get the whole result back); "
                                 "use 'fold' (2-1) for " + s.collective_name);
-    if (s.fold == FoldKind::ring && s.collective != Collective::allreduce && s.collective != Collective::alltoall)
+    if (s.fold == FoldKind::ring && s.collective != Collective::allreduce && collective_folds(s.collective))
       diags_.error(s.fold_span, "'fold ring' is defined for allreduce only (its ring allgather returns the whole result); "
                                 "use 'fold' (2-1) for " + s.collective_name);
     if (s.fold == FoldKind::three_two && s.scratch)
@@ -288,9 +291,10 @@ class Sema {
       const Type t = check_expr(*s.scratch);
       if (t != Type::integer && t != Type::error)
         diags_.error(s.scratch->span, std::string("'scratch' needs an int buffer count, not ") + type_name(t));
-      else if (collective_has_rank_blocks(s.collective))
-        diags_.error(s.scratch->span, std::string("'scratch' buffers are available to bcast, reduce and allreduce schedules, not ") +
-                                          collective_name(s.collective) + " (rank-indexed blocks)");
+      else if (collective_has_rank_blocks(s.collective) || s.collective == Collective::barrier)
+        diags_.error(s.scratch->span, std::string("'scratch' buffers are available to bcast, reduce, allreduce, scan and exscan schedules, not ") +
+                                          collective_name(s.collective) +
+                                          (s.collective == Collective::barrier ? " (no data)" : " (rank-indexed blocks)"));
     }
     // Params and the top-level statements share one scope (generated code declares them
     // side by side), so a top-level 'let' cannot reuse a parameter's name.
@@ -403,7 +407,7 @@ class Sema {
         if (st.reduce && sched_ && !collective_reduces(sched_->collective))
           diags_.error(st.reduce_span, std::string("'reduce' in ") + (collective_name(sched_->collective)[0] == 'a' ? "an " : "a ") +
                                            collective_name(sched_->collective) +
-                                           " schedule: only reduce, allreduce and reduce_scatter combine data");
+                                           " schedule: only reduce, allreduce, reduce_scatter, scan and exscan combine data");
         st.communicates = true;
         st.round = !in_round;
         return;
@@ -414,7 +418,7 @@ class Sema {
         if (st.reduce && sched_ && !collective_reduces(sched_->collective))
           diags_.error(st.reduce_span, std::string("'reduce' in ") + (collective_name(sched_->collective)[0] == 'a' ? "an " : "a ") +
                                            collective_name(sched_->collective) +
-                                           " schedule: only reduce, allreduce and reduce_scatter combine data");
+                                           " schedule: only reduce, allreduce, reduce_scatter, scan and exscan combine data");
         st.communicates = true;  // like a transfer, it belongs to a round
         st.round = !in_round;
         return;

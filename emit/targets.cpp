@@ -65,7 +65,8 @@ const TargetFeatures& round_pipeline_features() {
   static const TargetFeatures f = [] {
     TargetFeatures x;
     x.collectives = {Collective::allreduce, Collective::bcast,   Collective::reduce,         Collective::allgather,
-                     Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall};
+                     Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall,
+                     Collective::scan,      Collective::exscan,  Collective::barrier};
     x.fold_two_one = x.fold_three_two = x.fold_ring = true;
     x.scratch = x.segment = x.permute = x.composition = true;
     return x;

@@ -42,15 +42,17 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Registry: the header's schedules per collective (BCC_<COLLECTIVE>_SCHEDULES).
 
-enum Coll { kAllreduce, kBcast, kReduce, kAllgather, kGather, kScatter, kReduceScatter, kAlltoall, kNumColl };
+enum Coll { kAllreduce, kBcast, kReduce, kAllgather, kGather, kScatter, kReduceScatter, kAlltoall, kScan, kExscan, kBarrier, kNumColl };
 
 /// Table key and report name of each collective (the MPI function without MPI_, lower case).
 const char* const kCollName[kNumColl] = {"allreduce", "bcast",   "reduce",               "allgather",
-                                         "gather",    "scatter", "reduce_scatter_block", "alltoall"};
+                                         "gather",    "scatter", "reduce_scatter_block", "alltoall",
+                                         "scan",      "exscan",  "barrier"};
 /// Environment variable forcing a schedule per collective.
 const char* const kCollEnv[kNumColl] = {"BINE_PMPI_ALLREDUCE", "BINE_PMPI_BCAST",   "BINE_PMPI_REDUCE",
                                         "BINE_PMPI_ALLGATHER", "BINE_PMPI_GATHER",  "BINE_PMPI_SCATTER",
-                                        "BINE_PMPI_REDUCE_SCATTER_BLOCK", "BINE_PMPI_ALLTOALL"};
+                                        "BINE_PMPI_REDUCE_SCATTER_BLOCK", "BINE_PMPI_ALLTOALL",
+                                        "BINE_PMPI_SCAN",      "BINE_PMPI_EXSCAN",  "BINE_PMPI_BARRIER"};
 
 /// One generated schedule: its C name, applicability test and whether the verifier proved it
 /// order-preserving (needed for a non-commutative operator).
@@ -65,6 +67,7 @@ using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
 using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
 using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+using BarrierFn = int (*)(MPI_Comm);
 
 #define BINE_PMPI_INFO(f, op, sb) {#f, f##_applicable, (op) != 0},
 #define BINE_PMPI_FN(f, op, sb) f,
@@ -76,6 +79,9 @@ const Info kInfoGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullpt
 const Info kInfoScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
 const Info kInfoReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
 const Info kInfoAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
 const ReduceAllFn kFnAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
 const BcastFn kFnBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceFn kFnReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
@@ -84,11 +90,15 @@ const RootedBlocksFn kFnGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_FN) nullptr};
 const RootedBlocksFn kFnScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceAllFn kFnReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_FN) nullptr};
 const BlocksFn kFnAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_FN) nullptr};
+const ReduceAllFn kFnScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
+const ReduceAllFn kFnExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
+const BarrierFn kFnBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_FN) nullptr};
 #undef BINE_PMPI_INFO
 #undef BINE_PMPI_FN
 
 const Info* const kInfo[kNumColl] = {kInfoAllreduce, kInfoBcast,   kInfoReduce,        kInfoAllgather,
-                                     kInfoGather,    kInfoScatter, kInfoReduceScatter, kInfoAlltoall};
+                                     kInfoGather,    kInfoScatter, kInfoReduceScatter, kInfoAlltoall,
+                                     kInfoScan,      kInfoExscan,  kInfoBarrier};
 
 int num_schedules(Coll c) {
   int n = 0;
@@ -150,6 +160,15 @@ const char* const kDefaultTable = R"JSON({
     {"schedule": "bine_alltoall"},
     {"schedule": "bruck_alltoall"},
     {"schedule": "pairwise_alltoall"}
+  ],
+  "scan": [
+    {"schedule": "recursive_doubling_scan"}
+  ],
+  "exscan": [
+    {"schedule": "recursive_doubling_exscan"}
+  ],
+  "barrier": [
+    {"schedule": "dissemination_barrier"}
   ]
 })JSON";
 
@@ -403,7 +422,8 @@ int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reaso
   bump(s.calls);
   bump(s.bytes, bytes);
   int i = -1;
-  if (p > 0) i = bytes == 0 ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why);
+  // A barrier moves no bytes; every other collective with zero bytes is left to MPI.
+  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why);
   if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
   if (i < 0) {
     bump(s.reasons[why]);
@@ -523,6 +543,41 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   const int i = decide(kAllreduce, comm, p, bytes, cm, why, &pc);
   if (i < 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   return finish(comm, kFnAllreduce[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
+/// MPI_Scan through the selected schedule, or PMPI_Scan.
+int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  const int i = decide(kScan, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+  return finish(comm, kFnScan[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
+/// MPI_Exscan through the selected schedule, or PMPI_Exscan.
+int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  const int i = decide(kExscan, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+  return finish(comm, kFnExscan[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
+/// MPI_Barrier through the selected schedule (zero-byte messages on the private
+/// communicator), or PMPI_Barrier.
+int MPI_Barrier(MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = comm_size(comm, &why);
+  const int i = decide(kBarrier, comm, p, 0, true, why, &pc);
+  if (i < 0) return PMPI_Barrier(comm);
+  return finish(comm, kFnBarrier[i](pc));
 }
 
 /// MPI_Bcast through the selected schedule, or PMPI_Bcast.

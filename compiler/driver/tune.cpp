@@ -76,7 +76,8 @@ TuneResult tune(const Program& program, const std::vector<const ScheduleDecl*>& 
   res.table = nlohmann::ordered_json::object();
   const std::vector<uint64_t> grid = sizes(o);
   for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce, Collective::allgather,
-                       Collective::gather, Collective::scatter, Collective::reduce_scatter, Collective::alltoall}) {
+                       Collective::gather, Collective::scatter, Collective::reduce_scatter, Collective::alltoall,
+                       Collective::scan, Collective::exscan, Collective::barrier}) {
     std::vector<Priced> cands;
     for (const ScheduleDecl* s : schedules)
       if (s->collective == c) cands.push_back(instances(program, *s, o));

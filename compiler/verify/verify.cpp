@@ -123,6 +123,13 @@ class RankSets {
     for (int64_t r = next; r < p; ++r) v.push_back(r);
     return v;
   }
+  /// The ranks of a at or above n, in increasing order.
+  std::vector<int64_t> from(int32_t a, int64_t n) const {
+    std::vector<int64_t> v;
+    for (const Interval* x = begin(a); x != end(a); ++x)
+      for (int64_t r = std::max<int64_t>(x->first, n); r < x->second; ++r) v.push_back(r);
+    return v;
+  }
   /// a == [0, p).
   bool is_all(int32_t a, int64_t p) const {
     return end(a) - begin(a) == 1 && begin(a)->first == 0 && begin(a)->second == p;
@@ -188,12 +195,21 @@ class Verifier {
       res.counterexample = cex_;
       return res;
     }
+    if (s_.collective == Collective::barrier && s_.p > kMaxBarrierP) {
+      record(diags_.error(s_.decl_span, inst() + "barrier proofs are limited to p <= " + std::to_string(kMaxBarrierP) +
+                                            " (p^2 bits of who-has-heard-from-whom)"),
+             K::other, -1, -1, -1);
+      res.counterexample = cex_;
+      return res;
+    }
     init_state();
-    for (int64_t t = 0; t < s_.num_rounds; ++t)
+    for (int64_t t = 0; t < s_.num_rounds; ++t) {
       if (!step(t)) {
         res.counterexample = cex_;
         return res;
       }
+      if (s_.collective == Collective::barrier) step_heard(t);
+    }
     res.ok = check_post(res);
     if (!res.ok) res.counterexample = cex_;
     for (int64_t x = 0; x < s_.p; ++x)
@@ -501,7 +517,10 @@ class Verifier {
         switch (s_.collective) {
           case Collective::reduce:
           case Collective::allreduce:
-          case Collective::reduce_scatter: v = leaf(x, b); break;
+          case Collective::reduce_scatter:
+          case Collective::scan:
+          case Collective::exscan: v = leaf(x, b); break;
+          case Collective::barrier: break;  // no data: knowledge (heard_) is what moves
           case Collective::bcast:
           case Collective::scatter: v = x == s_.root ? leaf(x, b) : kNone; break;
           case Collective::allgather:
@@ -510,6 +529,47 @@ class Verifier {
         }
         state_[size_t(x)][size_t(b)] = v;
       }
+    if (s_.collective == Collective::barrier) init_heard();
+  }
+  // ---- barrier: who has heard from whom ----
+  /// A barrier moves no data; what it must establish is that no rank leaves before every
+  /// rank has entered. Rank y has heard from rank x when a chain of messages leads from x
+  /// to y, each sent in an earlier or the same round as the next is received: y's
+  /// knowledge after round t is its own plus that of every rank it receives from in
+  /// round t, as that rank knew it at the start of round t (the round model: sends read
+  /// the state at the start of the round). A send alone teaches the sender nothing.
+  /// Bit sets of p bits per rank, p^2 / 8 bytes twice (the start-of-round copy), hence
+  /// kMaxBarrierP.
+  static constexpr int64_t kMaxBarrierP = 16384;
+  void init_heard() {
+    words_ = size_t((s_.p + 63) / 64);
+    heard_.assign(size_t(s_.p) * words_, 0);
+    for (int64_t x = 0; x < s_.p; ++x) heard_[size_t(x) * words_ + size_t(x / 64)] |= uint64_t(1) << (x % 64);
+  }
+  void step_heard(int64_t t) {
+    heard_prev_ = heard_;
+    for (int64_t y = 0; y < s_.p; ++y)
+      for (const Op& op : s_.ranks[size_t(y)][size_t(t)])
+        if (const auto* rv = std::get_if<RecvOp>(&op)) {
+          const uint64_t* from = heard_prev_.data() + size_t(rv->peer) * words_;
+          uint64_t* to = heard_.data() + size_t(y) * words_;
+          for (size_t w = 0; w < words_; ++w) to[w] |= from[w];
+        }
+  }
+  /// The barrier's postcondition: every rank has heard from every rank.
+  bool check_heard() {
+    for (int64_t y = 0; y < s_.p; ++y)
+      for (int64_t x = 0; x < s_.p; ++x)
+        if (!(heard_[size_t(y) * words_ + size_t(x / 64)] >> (x % 64) & 1)) {
+          record(diags_.error(s_.decl_span, inst() + at(y, s_.num_rounds - 1) + "postcondition of barrier fails: rank " +
+                                                std::to_string(y) + " can leave before rank " + std::to_string(x) +
+                                                " enters (no chain of messages leads from rank " + std::to_string(x) +
+                                                " to rank " + std::to_string(y) + ")"),
+                 K::missing, y, s_.num_rounds - 1, -1, x, true);
+          cex_.missing_ranks = {x};
+          return false;
+        }
+    return true;
   }
   struct Update {
     int64_t rank, block;
@@ -677,14 +737,16 @@ class Verifier {
     if (!w.origin->via.empty()) add_note(d, w.origin->via_span, "that receive comes from " + w.origin->via);
   }
   // ---- postcondition ----
-  /// Checks that rank x holds in block b exactly the full reduction of block b.
-  bool expect_reduction(int64_t x, int64_t b, VerifyResult& res) {
+  /// Checks that rank x holds in block b exactly the reduction of block b over ranks
+  /// [0, n): all ranks (n = p) for reduce, allreduce and reduce_scatter, the prefix
+  /// 0..x for scan (n = x + 1) and 0..x-1 for exscan (n = x).
+  bool expect_reduction(int64_t x, int64_t b, VerifyResult& res, int64_t n) {
     const int32_t id = state_[size_t(x)][size_t(b)];
     if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(b));
     const Term& t = terms_[size_t(id)];
     // Every reduction checked its operands disjoint (overlaps()), so the leaves are
     // distinct ranks and the set says exactly which.
-    const bool exact_ok = t.count == s_.p && sets_.is_all(t.set, s_.p);
+    const bool exact_ok = t.count == n && sets_.is_all(t.set, n);
     if (t.block != b) {
       Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
                                                         " ends up combined with data of another block"),
@@ -693,13 +755,16 @@ class Verifier {
       return false;
     }
     if (!exact_ok) {
-      const std::vector<int64_t> lost = sets_.complement(t.set, s_.p), twice;
+      // Leaves are distinct ranks (overlaps() refused every repeat), so a wrong set either
+      // lacks ranks of [0, n) or has ranks beyond the prefix (scan, exscan).
+      const std::vector<int64_t> lost = sets_.complement(t.set, n), extra = sets_.from(t.set, n);
       std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
-      if (!twice.empty()) msg += std::string(lost.empty() ? "" : ";") + " counts rank" + (twice.size() > 1 ? "s " : " ") + list_ranks(twice) + " more than once";
-      Diagnostic& d = post(diags_.error(site(x, b), msg), lost.empty() ? K::double_count : K::missing, x, b);
+      if (!extra.empty())
+        msg += std::string(lost.empty() ? "" : ";") + " includes the contribution" + (extra.size() > 1 ? "s" : "") + " of rank" +
+               (extra.size() > 1 ? "s " : " ") + list_ranks(extra) + ", outside the prefix 0.." + std::to_string(n - 1);
+      Diagnostic& d = post(diags_.error(site(x, b), msg), lost.empty() ? K::wrong_data : K::missing, x, b);
       cex_.missing_ranks = lost;
-      cex_.doubled_ranks = twice;
       if (writer_[size_t(x)][size_t(b)].origin)
         add_write_note(d, x, b);
       else
@@ -708,6 +773,7 @@ class Verifier {
       return false;
     }
     if (!t.ordered) res.order_preserving = false;
+    if (n != s_.p) return true;  // a prefix: each rank's is its own
     auto [it, fresh] = final_term_.emplace(b, id);
     if (!fresh && it->second != id) res.same_bracketing = false;
     return true;
@@ -775,17 +841,25 @@ class Verifier {
       case Collective::allreduce:
         for (int64_t x = 0; x < s_.p; ++x)
           for (int64_t b = 0; b < B; ++b)
-            if (!expect_reduction(x, b, res)) return false;
+            if (!expect_reduction(x, b, res, s_.p)) return false;
         return true;
       case Collective::reduce:
         for (int64_t b = 0; b < B; ++b)
-          if (!expect_reduction(s_.root, b, res)) return false;
+          if (!expect_reduction(s_.root, b, res, s_.p)) return false;
         return true;
       case Collective::reduce_scatter:
         if (!need_blocks_p()) return false;
         for (int64_t x = 0; x < s_.p; ++x)
-          if (!expect_reduction(x, x, res)) return false;
+          if (!expect_reduction(x, x, res, s_.p)) return false;
         return true;
+      case Collective::scan:  // rank x: x_0 op x_1 op ... op x_x, in rank order (MPI 3.1 Sec. 5.11)
+      case Collective::exscan:  // rank x > 0: x_0 op ... op x_{x-1}; rank 0 undefined
+        for (int64_t x = s_.collective == Collective::exscan ? 1 : 0; x < s_.p; ++x)
+          for (int64_t b = 0; b < B; ++b)
+            if (!expect_reduction(x, b, res, s_.collective == Collective::scan ? x + 1 : x)) return false;
+        return true;
+      case Collective::barrier:
+        return check_heard();
       case Collective::bcast:
         for (int64_t x = 0; x < s_.p; ++x)
           for (int64_t b = 0; b < B; ++b)
@@ -833,6 +907,8 @@ class Verifier {
   std::vector<std::vector<int32_t>> state_;
   std::vector<std::vector<WriteSite>> writer_;
   std::map<int64_t, int32_t> final_term_;
+  size_t words_ = 0;                       ///< barrier: 64-bit words per rank in heard_
+  std::vector<uint64_t> heard_, heard_prev_;  ///< barrier: [rank * words_ + x / 64] bit x: heard from x
   Counterexample cex_;
 };
 

@@ -22,6 +22,8 @@ struct Signature {
 Signature signature(Collective c) {
   switch (c) {
     case Collective::allreduce:
+    case Collective::scan:
+    case Collective::exscan:
       return {"const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
               "sendbuf, recvbuf, count, datatype, op, comm"};
     case Collective::reduce:
@@ -43,6 +45,8 @@ Signature signature(Collective c) {
     case Collective::reduce_scatter:
       return {"const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
               "sendbuf, recvbuf, recvcount, datatype, op, comm"};
+    case Collective::barrier:
+      return {"MPI_Comm comm", "comm"};
   }
   return {"void", ""};
 }
@@ -144,6 +148,14 @@ class Emitter {
         break;
       case Collective::scatter:
         o << "  int rc = cx.begin_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
+        break;
+      case Collective::scan:
+      case Collective::exscan:
+        o << "  int rc = cx.begin_" << collective_name(sd_.collective) << "(sendbuf, recvbuf, count, datatype, op, comm,\n"
+          << "                         /*non-commutative ops allowed for p in*/ " << order << ");\n";
+        break;
+      case Collective::barrier:
+        o << "  int rc = cx.begin_barrier(comm);\n";
         break;
       default:
         o << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
@@ -657,7 +669,8 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
   for (Collective c : {Collective::allreduce, Collective::bcast, Collective::reduce, Collective::allgather,
-                       Collective::gather, Collective::scatter, Collective::reduce_scatter, Collective::alltoall}) {
+                       Collective::gather, Collective::scatter, Collective::reduce_scatter, Collective::alltoall,
+                       Collective::scan, Collective::exscan, Collective::barrier}) {
     std::string up = collective_name(c);
     for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
     o << "#define " << macro_prefix << up << "_SCHEDULES(X)";

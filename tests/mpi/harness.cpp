@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <type_traits>
 #include <fstream>
 #include <string>
@@ -39,6 +40,7 @@ using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, 
 using AllgatherFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
 using ReduceScatterFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
+using BarrierFn = int (*)(MPI_Comm);
 /// check-persistent: every call goes through the function's persistent form (_init, then
 /// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
 /// shift again, then bcc_plan_free).
@@ -85,6 +87,9 @@ const std::vector<Entry<RootedBlocksFn>> kGather = {BCC_GATHER_SCHEDULES(BINE_EN
 const std::vector<Entry<RootedBlocksFn>> kScatter = {BCC_SCATTER_SCHEDULES(BINE_ENTRY)};
 const std::vector<Entry<ReduceScatterFn>> kReduceScatter = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_ENTRY)};
 const std::vector<Entry<AllgatherFn>> kAlltoall = {BCC_ALLTOALL_SCHEDULES(BINE_ENTRY)};
+const std::vector<AllreduceEntry> kScan = {BCC_SCAN_SCHEDULES(BINE_ENTRY)};
+const std::vector<AllreduceEntry> kExscan = {BCC_EXSCAN_SCHEDULES(BINE_ENTRY)};
+const std::vector<Entry<BarrierFn>> kBarrier = {BCC_BARRIER_SCHEDULES(BINE_ENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;
@@ -197,6 +202,109 @@ void noncommutative_case(const AllreduceEntry& e, MPI_Datatype mat, MPI_Op op, s
   if (refused(e, rc) || (rc == MPI_ERR_OP && e.applicable(size) == 0)) return;
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (got != expect) fail(tag + ": differs from the sequential product");
+}
+
+/// Scan (exclusive = false) or exscan against MPI_Scan / MPI_Exscan on the same data;
+/// exscan's rank 0 result is undefined and not compared.
+template <class T>
+void scan_case(const AllreduceEntry& e, bool exclusive, MPI_Datatype dt, MPI_Op op, size_t n, bool in_place) {
+  in_place_case = in_place;
+  std::vector<T> send(n), expect(n, T(-7777)), got(n, T(-7777)), send_copy;
+  for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
+  send_copy = send;
+  if (exclusive)
+    MPI_Exscan(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
+  else
+    MPI_Scan(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
+  int rc;
+  if (in_place) {
+    got = send;
+    rc = e.call(MPI_IN_PLACE, got.data(), n, dt, op, MPI_COMM_WORLD);
+  } else {
+    rc = e.call(send.data(), got.data(), n, dt, op, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) +
+                          (in_place ? " in-place" : "") + (dt == MPI_INT ? " int" : " double") + (op == MPI_SUM ? " sum" : " max");
+  if (refused(e, rc)) return;
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  check_error_text(e.name, rc, "");
+  if (n > 0 && !(exclusive && rank == 0) && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0)
+    fail(tag + (exclusive ? ": result differs from MPI_Exscan" : ": result differs from MPI_Scan"));
+  if (!in_place && send != send_copy) fail(tag + ": send buffer modified");
+}
+
+/// Scan / exscan with the non-commutative 2x2 matrix product: rank r must hold
+/// M_0 M_1 ... M_r (scan) or M_0 ... M_{r-1} (exscan, r > 0), the sequential products.
+void noncommutative_scan_case(const AllreduceEntry& e, bool exclusive, MPI_Datatype mat, MPI_Op op, size_t n) {
+  auto m = [](int r, size_t i, int j) { return uint32_t((r + 3) * 2654435761u + i * 40503u + uint32_t(j) * 977u) % 7u; };
+  std::vector<uint32_t> send(4 * n), got(4 * n, 0), expect(4 * n);
+  for (size_t i = 0; i < n; ++i)
+    for (int j = 0; j < 4; ++j) send[4 * i + size_t(j)] = m(rank, i, j);
+  const int last = exclusive ? rank - 1 : rank;  // the prefix ends at rank `last`
+  for (size_t i = 0; i < n && last >= 0; ++i) {
+    uint32_t acc[4] = {m(0, i, 0), m(0, i, 1), m(0, i, 2), m(0, i, 3)};
+    for (int r = 1; r <= last; ++r) {
+      uint32_t b[4] = {m(r, i, 0), m(r, i, 1), m(r, i, 2), m(r, i, 3)};
+      int one = 1;
+      matmul(acc, b, &one, nullptr);  // b = acc b
+      std::memcpy(acc, b, sizeof acc);
+    }
+    std::memcpy(&expect[4 * i], acc, sizeof acc);
+  }
+  const int rc = e.call(send.data(), got.data(), n, mat, op, MPI_COMM_WORLD);
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) + " matrix product";
+  if (rc == MPI_ERR_OP && !e.order_preserving) return check_error_text(e.name, rc, "not commutative");
+  if (refused(e, rc) || (rc == MPI_ERR_OP && e.applicable(size) == 0)) return;
+  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
+  if (last >= 0 && got != expect) fail(tag + ": differs from the sequential prefix product");
+}
+
+/// A barrier against its definition: no rank leaves before every rank has entered. Every
+/// rank increments a counter in memory shared by the node's ranks (MPI_Win_allocate_shared;
+/// the test runs on one node) just before it enters; in round k rank k mod p first sleeps
+/// 20 ms. After the barrier the counter must be at least p (k + 1) on every rank.
+void barrier_case(const Entry<BarrierFn>& e) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  if (node_size != size) {  // ranks on several nodes: no shared counter
+    MPI_Comm_free(&node);
+    return;
+  }
+  MPI_Win win;
+  long long* counter = nullptr;
+  MPI_Win_allocate_shared(rank == 0 ? MPI_Aint(sizeof(long long)) : 0, sizeof(long long), MPI_INFO_NULL, node, &counter, &win);
+  MPI_Aint bytes;
+  int disp;
+  MPI_Win_shared_query(win, 0, &bytes, &disp, &counter);
+  if (rank == 0) __atomic_store_n(counter, 0LL, __ATOMIC_SEQ_CST);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int k = 0; k < size; ++k) {
+    if (rank == k) {
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, nullptr);
+    }
+    __atomic_fetch_add(counter, 1LL, __ATOMIC_SEQ_CST);
+    const int rc = e.call(MPI_COMM_WORLD);
+    const long long seen = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
+    ++cases;
+    const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " round " + std::to_string(k);
+    if (refused(e, rc)) break;
+    if (rc != MPI_SUCCESS) {
+      fail(tag + ": returned " + std::to_string(rc));
+      break;
+    }
+    check_error_text(e.name, rc, "");
+    if (seen < (long long)size * (k + 1))
+      fail(tag + ": left the barrier after " + std::to_string(seen - (long long)size * k) + " of " + std::to_string(size) +
+           " ranks entered");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_free(&win);
+  MPI_Comm_free(&node);
 }
 
 template <class T>
@@ -463,6 +571,17 @@ int run_check() {
         alltoall_case<int>(e, n, ip);
         alltoall_case<double>(e, n, ip);
       }
+  for (const bool exclusive : {false, true})
+    for (const AllreduceEntry& e : exclusive ? kExscan : kScan) {
+      for (size_t n : counts())
+        for (bool in_place : {false, true}) {
+          scan_case<int>(e, exclusive, MPI_INT, MPI_SUM, n, in_place);
+          scan_case<double>(e, exclusive, MPI_DOUBLE, MPI_MAX, n, in_place);
+        }
+      if (!fatal_handler)
+        for (size_t n : {size_t(1), size_t(5), size_t(3 * size + 1)}) noncommutative_scan_case(e, exclusive, mat, matop, n);
+    }
+  for (const auto& e : kBarrier) barrier_case(e);
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);
@@ -473,7 +592,8 @@ int run_check() {
   if (rank == 0)
     std::printf("p=%d: %zu schedules, %ld rank-cases, %ld failures\n", size,
                 kAllreduce.size() + kBcast.size() + kReduce.size() + kAllgather.size() + kGather.size() +
-                    kScatter.size() + kReduceScatter.size() + kAlltoall.size(),
+                    kScatter.size() + kReduceScatter.size() + kAlltoall.size() + kScan.size() + kExscan.size() +
+                    kBarrier.size(),
                 total_cases, total_fail);
   return total_fail == 0 ? 0 : 1;
 }
@@ -570,6 +690,21 @@ int run_trace(const std::string& dir) {
         const auto rounds = trace::end();
         if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds);
       }
+    for (const auto* list : {&kScan, &kExscan})
+      for (const AllreduceEntry& e : *list)
+        for (size_t n : ns) {
+          std::vector<int> s(n, 1), out(n, 0);
+          trace::begin(nullptr, 1, 0);
+          const int rc = e.call(s.data(), out.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+          { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, n, rounds); }
+          if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+        }
+    for (const auto& e : kBarrier) {
+      trace::begin(nullptr, 1, 0);
+      const int rc = e.call(MPI_COMM_WORLD);
+      { const auto rounds = trace::end(); if (rc == MPI_SUCCESS) record(e.name, 0, 0, rounds); }
+      if (rc != MPI_SUCCESS && e.applicable(size) != 0) fail(std::string(e.name) + " trace run returned an error");
+    }
   }
   f << "\n]\n";
   return failures == 0 ? 0 : 1;

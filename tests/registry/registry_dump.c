@@ -32,5 +32,8 @@ int main(void) {
   DUMP("scatter", BCC_SCATTER_SCHEDULES)
   DUMP("reduce_scatter", BCC_REDUCE_SCATTER_SCHEDULES)
   DUMP("alltoall", BCC_ALLTOALL_SCHEDULES)
+  DUMP("scan", BCC_SCAN_SCHEDULES)
+  DUMP("exscan", BCC_EXSCAN_SCHEDULES)
+  DUMP("barrier", BCC_BARRIER_SCHEDULES)
   return 0;
 }

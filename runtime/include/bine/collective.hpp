@@ -8,8 +8,12 @@
 
 namespace bine {
 
-/// The collectives the language knows (docs/language.md, "Collective contracts").
-enum class Collective { bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter, alltoall };
+/// The collectives the language knows (docs/language.md, "Collective contracts"). scan,
+/// exscan (prefix reductions, MPI_Scan / MPI_Exscan) and barrier (no data: zero-byte
+/// messages, proved by who-has-heard-from-whom) came after the first eight.
+enum class Collective { bcast, reduce, allreduce, reduce_scatter, allgather, gather, scatter, alltoall, scan, exscan, barrier };
+/// How many collectives there are (the enum's last value + 1).
+inline constexpr int kCollectiveCount = int(Collective::barrier) + 1;
 
 /// What a fold round moves: nothing, the whole vector, or the odd virtual rank's own block.
 enum class FoldData { none, all, own_block };
@@ -41,7 +45,10 @@ constexpr FoldSteps fold_steps(Collective c) {
     case Collective::allgather: return {FoldData::own_block, FoldData::all};
     case Collective::gather: return {FoldData::own_block, FoldData::none};
     case Collective::scatter: return {FoldData::none, FoldData::own_block};
-    case Collective::alltoall: return {FoldData::none, FoldData::none};
+    case Collective::alltoall:
+    case Collective::scan:     // no fold (sema refuses one): a prefix has no
+    case Collective::exscan:   // two-one elimination that keeps rank order simple
+    case Collective::barrier: return {FoldData::none, FoldData::none};
   }
   return {FoldData::none, FoldData::none};
 }
@@ -54,7 +61,13 @@ constexpr bool received_is_left_operand(int64_t sender, int64_t receiver) { retu
 
 /// Collectives that combine data with an operator.
 constexpr bool collective_reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
+  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter ||
+         c == Collective::scan || c == Collective::exscan;
+}
+
+/// Collectives without a fold (sema refuses `fold` for them).
+constexpr bool collective_folds(Collective c) {
+  return c != Collective::alltoall && c != Collective::scan && c != Collective::exscan && c != Collective::barrier;
 }
 
 /// The rank layout of `fold 3-2` (allreduce; Rabenseifner-Traeff, seed

@@ -429,9 +429,39 @@ class BasicContext {
   /// one is packed into internal working memory and unpacked into recvbuf by finish().
   int begin_allreduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm, PRanges order_p) {
+    return begin_vector_reduction(Collective::allreduce, sendbuf, recvbuf, count, datatype, op, comm, order_p);
+  }
+  /// Starts an inclusive prefix reduction (MPI_Scan, MPI 3.1 Sec. 5.11.1): rank i's recvbuf
+  /// (count elements) ends with sendbuf_0 op ... op sendbuf_i. Arguments, MPI_IN_PLACE and
+  /// datatypes as begin_allreduce.
+  int begin_scan(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                 PRanges order_p) {
+    return begin_vector_reduction(Collective::scan, sendbuf, recvbuf, count, datatype, op, comm, order_p);
+  }
+  /// Starts an exclusive prefix reduction (MPI_Exscan, MPI 3.1 Sec. 5.11.2): rank i > 0's
+  /// recvbuf ends with sendbuf_0 op ... op sendbuf_{i-1}; rank 0's recvbuf is undefined
+  /// (it may be written). Arguments as begin_allreduce (MPI_IN_PLACE: the input is recvbuf).
+  int begin_exscan(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   PRanges order_p) {
+    return begin_vector_reduction(Collective::exscan, sendbuf, recvbuf, count, datatype, op, comm, order_p);
+  }
+  /// Starts a barrier on comm: no data; zero-byte messages (MPI_Barrier). finished() is
+  /// false for p > 1 although count is 0.
+  int begin_barrier(MPI_Comm comm) {
+    int rc = begin(nullptr, 0, MPI_BYTE, comm, 0);
+    kind_ = Collective::barrier;
+    if (rc != MPI_SUCCESS) return rc;
+    announce();
+    return MPI_SUCCESS;
+  }
+
+ private:
+  /// allreduce, scan and exscan: the vector is recvbuf, filled from sendbuf.
+  int begin_vector_reduction(Collective kind, const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm, PRanges order_p) {
     int rc = begin(recvbuf, count, datatype, comm, 0);
     if (rc != MPI_SUCCESS) return rc;
-    kind_ = Collective::allreduce;
+    kind_ = kind;
     op_ = op;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_BUFFER, kInPlaceRecv);
@@ -450,6 +480,7 @@ class BasicContext {
     announce();
     return MPI_SUCCESS;
   }
+ public:
   /// Starts a reduce to `root`: like allreduce, but only root's recvbuf is significant
   /// (non-root ranks work in internal memory); MPI_IN_PLACE only as root's sendbuf.
   int begin_reduce(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype,
@@ -669,7 +700,7 @@ class BasicContext {
 
   /// True when there is nothing to communicate (count == 0 or a single rank); finish()
   /// must still be called.
-  bool finished() const { return count_ == 0 || size_ == 1; }
+  bool finished() const { return size_ == 1 || (count_ == 0 && kind_ != Collective::barrier); }
 
   /// Applies the schedule's fold: virtual p / r / root (no communication). Every rank,
   /// including those that sit the body out, can then evaluate `requires` before the
@@ -1334,7 +1365,7 @@ class BasicContext {
       const bool is_recv = op.kind == Kind::recv;
       XferPlan x{op.peer, is_recv, op.reduce, false, false, uint32_t(rp.ranges.size()), 0, 0};
       x.n = element_ranges(op.blocks, rp.ranges);
-      if (x.n == 0) continue;
+      if (x.n == 0 && kind_ != Collective::barrier) continue;  // a barrier's messages are all empty
       for (uint32_t k = 0; k < x.n; ++k) x.total += rp.ranges[x.first + k].second;
       if (!is_recv) {
         x.buffered = x.n > 1;
@@ -1365,7 +1396,7 @@ class BasicContext {
     char* fast_base[2] = {nullptr, nullptr};
     for (const XferPlan& x : rp.xfers) {
       const ElemRange* rg = rp.ranges.data() + x.first;
-      char* base = buf + rg[0].first * elem_bytes_;
+      char* base = x.n > 0 ? buf + rg[0].first * elem_bytes_ : buf;  // x.n == 0: a barrier's empty message
       int64_t pending = -1;
       if (x.buffered) {
         char* m = scratch(x.total * elem_bytes_);
@@ -1386,7 +1417,7 @@ class BasicContext {
         fast_base[&x - rp.xfers.data()] = base;
         continue;
       }
-      for (uint64_t done = 0; done < x.total; done += rp.piece) {
+      for (uint64_t done = 0; done < x.total || (done == 0 && x.n == 0); done += rp.piece) {  // an empty message: one post
         const int c = int(x.total - done < rp.piece ? x.total - done : rp.piece);
         char* ptr = base + done * elem_bytes_;
         pieces_.push_back({pending, done, uint64_t(c)});
