@@ -2,6 +2,7 @@
  * conjugate-gradient-like loop on a 1-D Laplacian (integer-valued doubles, so every sum is
  * exact and the output does not depend on the reduction order), with MPI_Allreduce and
  * MPI_Bcast every iteration, plus one call of each other collective the library intercepts
+ * (MPI_Scan, MPI_Exscan and MPI_Barrier included)
  * and a few calls it must leave to MPI (non-contiguous datatype, MPI_IN_PLACE forms).
  * Rank 0 prints "checksum NAME VALUE" lines; it knows nothing of bine. */
 #include <mpi.h>
@@ -75,6 +76,17 @@ int main(int argc, char** argv) {
   MPI_Alltoall(all, k, MPI_INT, all2, k, MPI_INT, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, all2, k * p, MPI_INT, MPI_BXOR, MPI_COMM_WORLD);
   for (int i = 0; i < k * p; ++i) cs = cs * 13 + all2[i];
+  /* Prefix reductions and a barrier: the prefixes gathered to rank 0 (exscan's rank 0
+   * result is undefined and left out). */
+  int pre[k], ex[k];
+  for (int i = 0; i < k; ++i) mine[i] = rank * 7 + i + 1;
+  MPI_Scan(mine, pre, k, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Exscan(mine, ex, k, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < k; ++i) ex[i] = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Gather(pre, k, MPI_INT, all, k, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(ex, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 17 + all[i] * 3 + all2[i];
   if (rank == 0) printf("checksum blocks %lld\n", cs);
 
   /* Left to MPI by the library: a non-contiguous datatype (every other int). */

@@ -18,7 +18,7 @@ for p in 1 3 4 8; do
   # Interception: allreduce and bcast served by a bine schedule; the strided bcast fell back.
   grep -Eq '^  allreduce: [0-9]+ calls, [0-9]+ bytes; bine [1-9][0-9]* calls' "$tmp/err$p" || fail "p=$p: no bine allreduce in the report"
   grep -Eq '^  bcast: .*bine [1-9][0-9]* calls.*datatype not contiguous: 1' "$tmp/err$p" || fail "p=$p: bcast line wrong"
-  for c in reduce allgather gather scatter reduce_scatter_block alltoall; do
+  for c in reduce allgather gather scatter reduce_scatter_block alltoall scan exscan barrier; do
     grep -Eq "^  $c: .*bine [1-9][0-9]* calls" "$tmp/err$p" || fail "p=$p: no bine $c call in the report"
   done
   echo "p=$p: same checksums with and without LD_PRELOAD; report:"; cat "$tmp/err$p"
