@@ -142,6 +142,8 @@ static const Entry kGather[] = {BCC_GATHER_SCHEDULES(ENTRY)};
 static const Entry kScatter[] = {BCC_SCATTER_SCHEDULES(ENTRY)};
 static const Entry kRsb[] = {BCC_REDUCE_SCATTER_SCHEDULES(ENTRY)};
 static const Entry kAlltoall[] = {BCC_ALLTOALL_SCHEDULES(ENTRY)};
+static const Entry kScan[] = {BCC_SCAN_SCHEDULES(ENTRY)};
+static const Entry kExscan[] = {BCC_EXSCAN_SCHEDULES(ENTRY)};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Agreement of all ranks on a flag (1 when every rank has it). */
@@ -171,11 +173,13 @@ static void expect_error(const char* what, int rc, int want) {
 }
 
 /* ---- reductions ---- */
-enum { ALLREDUCE, REDUCE, RSB };
+enum { ALLREDUCE, REDUCE, RSB, SCAN, EXSCAN };
 static int call_red(int coll, const Entry* e, const void* s, void* r, size_t n, MPI_Datatype t, MPI_Op op, int root,
                     MPI_Comm comm) {
   switch (coll) {
-    case ALLREDUCE: return ((AllreduceFn)e->fn)(s, r, n, t, op, comm);
+    case ALLREDUCE:
+    case SCAN:
+    case EXSCAN: return ((AllreduceFn)e->fn)(s, r, n, t, op, comm);
     case REDUCE: return ((ReduceFn)e->fn)(s, r, n, t, op, root, comm);
     default: return ((RsbFn)e->fn)(s, r, n, t, op, comm);
   }
@@ -184,6 +188,8 @@ static int lib_red(int coll, const void* s, void* r, int n, MPI_Datatype t, MPI_
   switch (coll) {
     case ALLREDUCE: return MPI_Allreduce(s, r, n, t, op, comm);
     case REDUCE: return MPI_Reduce(s, r, n, t, op, root, comm);
+    case SCAN: return MPI_Scan(s, r, n, t, op, comm);
+    case EXSCAN: return MPI_Exscan(s, r, n, t, op, comm);
     default: return MPI_Reduce_scatter_block(s, r, n, t, op, comm);
   }
 }
@@ -216,10 +222,11 @@ static void red_case(int coll, const Entry* list, size_t nlist, MPI_Datatype t, 
     ++cases;
     fill(bufs[SEND], bytes, rank, t, n + root);
     memcpy(bufs[SEND_COPY], bufs[SEND], bytes);
-    const int significant = coll != REDUCE || rank == root;
+    /* Off the root of reduce and on rank 0 of exscan the receive buffer is undefined. */
+    const int significant = (coll != REDUCE || rank == root) && (coll != EXSCAN || rank != 0);
     unsigned char* got = bufs[GOT];
     unsigned char* want = bufs[WANT];
-    const int ip = in_place && significant; /* MPI_IN_PLACE only at the root of reduce */
+    const int ip = in_place && (coll != REDUCE || rank == root); /* MPI_IN_PLACE only at the root of reduce */
     if (ip) {
       memcpy(got, bufs[SEND], bytes);
       memcpy(want, bufs[SEND], bytes);
@@ -252,9 +259,13 @@ static void red_case(int coll, const Entry* list, size_t nlist, MPI_Datatype t, 
 static void reductions(void) {
   const int counts[] = {0, 1, 5};
   const int roots[] = {0, size - 1, size / 2};
-  for (int c = 0; c < 3; ++c) {
-    const Entry* list = c == ALLREDUCE ? kAllreduce : c == REDUCE ? kReduce : kRsb;
-    const size_t nlist = c == ALLREDUCE ? COUNT(kAllreduce) : c == REDUCE ? COUNT(kReduce) : COUNT(kRsb);
+  for (int c = 0; c < 5; ++c) {
+    const Entry* list = c == ALLREDUCE ? kAllreduce : c == REDUCE ? kReduce : c == SCAN ? kScan : c == EXSCAN ? kExscan : kRsb;
+    const size_t nlist = c == ALLREDUCE ? COUNT(kAllreduce)
+                         : c == REDUCE  ? COUNT(kReduce)
+                         : c == SCAN    ? COUNT(kScan)
+                         : c == EXSCAN  ? COUNT(kExscan)
+                                        : COUNT(kRsb);
     for (int k = 0; k < 3; ++k)
       for (int ip = 0; ip < 2; ++ip)
         for (int ri = 0; ri < (c == REDUCE ? 3 : 1); ++ri) {
