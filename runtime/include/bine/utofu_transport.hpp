@@ -20,6 +20,9 @@
 // overlap, and nothing is overwritten before the receiver has consumed it, within a call and
 // across calls (the fast-sender hazard).
 //
+// An empty message (a barrier's) carries one token byte, so that its receive completes
+// only when the sender has posted it; the byte is discarded.
+//
 // Resources: one VCQ per communicator (TNI 0), cached as an MPI attribute and freed (VCQ,
 // registrations) when the communicator is freed; send buffers of more than 32 B are
 // registered for the time of their puts.
@@ -258,6 +261,10 @@ class UtofuTransport {
     o.peer = peer;
     o.data = static_cast<unsigned char*>(data);
     o.bytes = uint64_t(count) * elem_;
+    if (o.bytes == 0) {  // an empty message (a barrier's) must still notify: one token byte
+      o.bytes = 1;
+      o.data = is_send ? &token_out_ : &token_in_;
+    }
     if (is_send && o.bytes > kPiggybackBytes &&
         utofu_reg_mem(ch_->vcq, data, size_t(o.bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, &o.stadd) != UTOFU_SUCCESS)
       return MPI_ERR_BUFFER;  // a buffer that cannot be registered: nothing was sent
@@ -318,11 +325,6 @@ class UtofuTransport {
           recvq_[s].pop_front();
         }
       }
-      // Zero-byte receives complete at once (no piece carries them).
-      while (!recvq_[s].empty() && ops_[size_t(recvq_[s].front())].bytes == 0) {
-        ops_[size_t(recvq_[s].front())].done = true;
-        recvq_[s].pop_front();
-      }
       if (moved) {
         c.credit_value[0] = c.consumed[s];
         rc = utofu_put_piggyback(c.vcq, c.peer_vcq[s], c.credit_value, c.peer_credit[s] + c.rank * sizeof(uint64_t),
@@ -339,11 +341,6 @@ class UtofuTransport {
       while (!sendq_[d].empty()) {
         const int id = sendq_[d].front();
         Op& o = ops_[size_t(id)];
-        if (o.bytes == 0) {
-          o.done = true;
-          sendq_[d].pop_front();
-          continue;
-        }
         const uint64_t piece = std::min(kPieceBytes, o.bytes - o.sent);
         uint64_t pos = c.sent[d];
         const uint64_t at = place_piece(pos, piece);
@@ -373,6 +370,7 @@ class UtofuTransport {
   int bind_rc_ = MPI_SUCCESS;
   std::vector<Op> ops_;
   std::vector<std::deque<int>> sendq_, recvq_;
+  unsigned char token_out_ = 0, token_in_ = 0;  ///< the byte an empty message carries (post())
 };
 
 }  // namespace bine::utofu
