@@ -59,8 +59,10 @@ def classify(what):
     if "double-counted contribution" in what:
         return "double-count"
     if "postcondition of" in what:
-        if "missing the contribution" in what or "never receives" in what:
+        if "missing the contribution" in what or "never receives" in what or "can leave before" in what:
             return "missing"
+        if "outside the prefix" in what:
+            return "wrong-data"
         if "more than once" in what:
             return "double-count"
         if "instead of block" in what or "combined with data of another block" in what:
