@@ -205,12 +205,13 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   // Every C name the header defines: the header's own, then per schedule its function and
   // the functions derived from it. Two equal names would not link: an error at the schedule.
   std::map<std::string, std::string> defined;  // name -> what defines it
-  for (const char* own : {"plan", "plan_s", "plan_start", "plan_free", "last_error"})
+  for (const char* own : {"plan", "plan_s", "plan_start", "plan_free", "last_error", "request", "request_s", "test", "wait",
+                          "waitall"})
     defined[eopt.prefix + own] = "a function of the header itself";
   std::set<const ScheduleDecl*> clashing;
   for (const ScheduleDecl* s : chosen) {
     const std::string f = emitted_function_name(*s, eopt.prefix);
-    for (const char* suffix : {"", "_applicable", "_requires", "_init"}) {
+    for (const char* suffix : {"", "_applicable", "_requires", "_init", "_i"}) {
       const auto [it, fresh] = defined.emplace(f + suffix, "schedule '" + s->name + "'");
       if (fresh) continue;
       diags.error(s->name_span, "the generated name '" + f + suffix + "' of schedule '" + s->name + "' is also defined by " +

@@ -228,7 +228,35 @@ class Emitter {
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
     persistent(fname);
+    nonblocking(fname);
     return o.str();
+  }
+  /// The nonblocking form (like MPI_Iallreduce): `<fname>_i` checks the call and builds or
+  /// finds its plan in a dry run (errors return at once, as from the plain call), then
+  /// starts the plan on a tag of its own (bine::mpi::nb_tag) and returns a request that
+  /// <prefix>test / <prefix>wait advance (docs/architecture.md, "Nonblocking forms").
+  void nonblocking(const std::string& fname) {
+    std::ostream& o = *out_;
+    const Signature sig = signature(sd_.collective);
+    const std::string req_t = prefix_ + "request";
+    o << "extern \"C\" int " << fname << "_i(" << sig.params << ", " << req_t << "* request) {\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
+    o << "  if (!request) return cx.result(cx.fail(MPI_ERR_ARG, \"the request pointer is NULL\"));\n";
+    o << "  *request = nullptr;\n";
+    o << "  // A dry run: every check of a call, and the rounds planned (or found), without moving data.\n";
+    o << "  cx.dry_run();\n";
+    o << "  int rc = bine_run_" << fname << "(cx, " << sig.names << ");\n";
+    o << "  if (rc != MPI_SUCCESS) return cx.result(rc);\n";
+    o << "  " << req_t << "_s* q = new (std::nothrow) " << req_t << "_s(" << c_string(fname) << ");\n";
+    o << "  if (!q) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the request\"));\n";
+    o << "  int tag = 0;\n";
+    o << "  if ((rc = bine::mpi::nb_tag(comm, &tag)) == MPI_SUCCESS) {\n";
+    o << "    q->call.cx.start_nonblocking(tag);\n";
+    o << "    rc = bine_run_" << fname << "(q->call.cx, " << sig.names << ");\n";
+    o << "  }\n";
+    o << "  bine::mpi::nb_register(&q->call, rc);  // its first round posted; a failed start ends the request\n";
+    o << "  *request = q;\n";
+    o << "  return cx.result(MPI_SUCCESS);\n}\n";
   }
   /// The persistent form (MPI-4 style, like MPI_Allreduce_init): `<fname>_init` binds the
   /// arguments to a plan object and builds its rounds in a dry run (every check of a call,
@@ -645,6 +673,25 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
     << "/// Frees the plan and sets *plan to NULL (a NULL *plan is allowed); MPI_ERR_ARG for NULL.\n"
     << "/// Leaves " << prefix << "last_error() as it was (the last start's error stays readable).\n"
     << "int " << prefix << "plan_free(" << plan_t << "* plan);\n";
+  const std::string req_t = prefix + "request";
+  o << "/// A nonblocking collective in flight (like an MPI_Request of MPI_Iallreduce): made by a\n"
+    << "/// function's _i form, which checks the arguments (errors return at once), starts the\n"
+    << "/// collective and returns; the buffers must stay untouched until it completes. Only\n"
+    << "/// " << prefix << "test / " << prefix << "wait / " << prefix << "waitall advance it (not MPI_Test: MPI has no progress\n"
+    << "/// hook for such requests), and each of them advances every call in flight, so several\n"
+    << "/// calls on one communicator complete in any order of waits; a blocking function of\n"
+    << "/// this header advances them too while it waits. NULL: no call (like MPI_REQUEST_NULL).\n"
+    << "typedef struct " << req_t << "_s* " << req_t << ";\n"
+    << "/// *flag = 1 when the call has completed (then *request is freed and set to NULL, and the\n"
+    << "/// call's result is returned), else *flag = 0 and MPI_SUCCESS. A NULL *request: *flag = 1.\n"
+    << "/// MPI_ERR_ARG for a NULL request or flag pointer.\n"
+    << "int " << prefix << "test(" << req_t << "* request, int* flag);\n"
+    << "/// Advances calls in flight until *request completes; frees it, sets it to NULL and\n"
+    << "/// returns the call's result (MPI_SUCCESS for a NULL *request).\n"
+    << "int " << prefix << "wait(" << req_t << "* request);\n"
+    << "/// " << prefix << "wait on each of count requests; returns the first error (every request is\n"
+    << "/// completed and set to NULL regardless).\n"
+    << "int " << prefix << "waitall(int count, " << req_t << "* requests);\n";
   for (size_t i = 0; i < schedules.size(); ++i) {
     o << emitted_prototype(*schedules[i], prefix) << ";\n";
     o << "/// The persistent form: binds the arguments of " << fname(*schedules[i]) << " to *plan (" << prefix
@@ -653,6 +700,9 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
       << "/// datatype, operator, `requires`), then *plan is untouched; MPI_ERR_ARG for a NULL plan.\n";
     o << "int " << fname(*schedules[i]) << "_init(" << signature(schedules[i]->collective).params << ", " << plan_t
       << "* plan);\n";
+    o << "/// The nonblocking form: starts " << fname(*schedules[i]) << " and sets *request (" << prefix << "wait).\n";
+    o << "int " << fname(*schedules[i]) << "_i(" << signature(schedules[i]->collective).params << ", " << req_t
+      << "* request);\n";
     o << "/// 1 when the schedule applies to p processes, 0 when its `requires` excludes p, -1 when p\n"
       << "/// is outside the verified range (" << proofs[i].p_lo << ".." << proofs[i].p_hi << ").\n";
     o << "int " << fname(*schedules[i]) << "_applicable(int p);\n";
@@ -690,7 +740,28 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
   o << "extern \"C\" int " << prefix << "plan_free(" << plan_t << "* plan) {\n"
     << "  if (!plan) {\n    bine::mpi::Context cx(\"" << prefix << "plan_free\");\n"
     << "    return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n  }\n"
-    << "  delete *plan;\n  *plan = nullptr;\n  return MPI_SUCCESS;\n}\n\n";
+    << "  delete *plan;\n  *plan = nullptr;\n  return MPI_SUCCESS;\n}\n";
+  o << "struct " << req_t << "_s {\n  explicit " << req_t << "_s(const char* name) : call(name) {}\n"
+    << "  bine::mpi::NbCall call;  ///< the call's state and, once done, its result\n};\n";
+  o << "extern \"C\" int " << prefix << "test(" << req_t << "* request, int* flag) {\n"
+    << "  if (!request || !flag) {\n    bine::mpi::Context cx(\"" << prefix << "test\");\n"
+    << "    return cx.result(cx.fail(MPI_ERR_ARG, \"the %s pointer is NULL\", request ? \"flag\" : \"request\"));\n  }\n"
+    << "  if (!*request) {\n    *flag = 1;\n    return MPI_SUCCESS;\n  }\n"
+    << "  bine::mpi::nb_test(&(*request)->call, flag);\n"
+    << "  if (!*flag) return MPI_SUCCESS;\n"
+    << "  const int rc = (*request)->call.cx.result((*request)->call.rc);\n"
+    << "  delete *request;\n  *request = nullptr;\n  return rc;\n}\n";
+  o << "extern \"C\" int " << prefix << "wait(" << req_t << "* request) {\n"
+    << "  for (int flag = 0;;) {\n"
+    << "    const int rc = " << prefix << "test(request, &flag);\n"
+    << "    if (flag || rc != MPI_SUCCESS) return rc;\n  }\n}\n";
+  o << "extern \"C\" int " << prefix << "waitall(int count, " << req_t << "* requests) {\n"
+    << "  if (count > 0 && !requests) {\n    bine::mpi::Context cx(\"" << prefix << "waitall\");\n"
+    << "    return cx.result(cx.fail(MPI_ERR_ARG, \"the request array is NULL\"));\n  }\n"
+    << "  int first = MPI_SUCCESS;\n"
+    << "  for (int i = 0; i < count; ++i) {\n"
+    << "    const int rc = " << prefix << "wait(&requests[i]);\n"
+    << "    if (first == MPI_SUCCESS) first = rc;\n  }\n  return first;\n}\n\n";
   for (size_t i = 0; i < schedules.size(); ++i) {
     const ScheduleDecl& s = *schedules[i];
     o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";

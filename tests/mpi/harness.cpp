@@ -11,6 +11,10 @@
 //                          second pass replays the persistent plans the first built)
 //   harness check-persistent  the check matrix through the persistent forms (<name>_init,
 //                          bcc_plan_start twice, once for in-place cases, then bcc_plan_free)
+//   harness check-nonblocking  the check matrix through the nonblocking forms (<name>_i,
+//                          bcc_wait), then every allreduce, allgather, scan and bcast schedule
+//                          and a barrier in flight at once, waited for in rank-dependent
+//                          orders, and a blocking call made while a barrier is in flight
 //   harness trace DIR      records, through the PMPI shim, every call each schedule makes for
 //                          a few (root, count) pairs, each twice (building, then replaying
 //                          the persistent plan), and writes DIR/trace.<rank>.json for
@@ -45,6 +49,9 @@ using BarrierFn = int (*)(MPI_Comm);
 /// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
 /// shift again, then bcc_plan_free).
 bool persistent = false;
+/// check-nonblocking: every call goes through the function's nonblocking form (_i, then
+/// bcc_wait).
+bool nonblocking = false;
 /// Set by a case that calls in place on some rank (the same value on every rank, so that
 /// every rank starts its plan as often); read and cleared by Entry::call.
 bool in_place_case = false;
@@ -56,11 +63,19 @@ struct Entry<int (*)(A...)> {
   const char* name;
   int (*fn)(A...);
   int (*init)(A..., bcc_plan*);  ///< the persistent form
+  int (*nb)(A..., bcc_request*);  ///< the nonblocking form
   bool order_preserving;
   int (*applicable)(int);  ///< from the verifier: 0 when `requires` excludes p
   const char* (*why)(int);  ///< from the verifier: the false `requires` clause at p
 
   int call(A... a) const {
+    if (nonblocking) {
+      in_place_case = false;
+      bcc_request rq = nullptr;
+      const int rc = nb(a..., &rq);
+      if (rc != MPI_SUCCESS) return rq == nullptr ? rc : MPI_ERR_OTHER;  // a refused start leaves no request
+      return bcc_wait(&rq);
+    }
     if (!persistent) {
       in_place_case = false;
       return fn(a...);
@@ -76,7 +91,7 @@ struct Entry<int (*)(A...)> {
   }
 };
 
-#define BINE_ENTRY(f, order, same) {#f, f, f##_init, order != 0, f##_applicable, f##_requires},
+#define BINE_ENTRY(f, order, same) {#f, f, f##_init, f##_i, order != 0, f##_applicable, f##_requires},
 using AllreduceEntry = Entry<AllreduceFn>;
 using BcastEntry = Entry<BcastFn>;
 const std::vector<AllreduceEntry> kAllreduce = {BCC_ALLREDUCE_SCHEDULES(BINE_ENTRY)};
@@ -490,6 +505,116 @@ std::vector<int> roots() {
   return r;
 }
 
+/// Several nonblocking calls in flight on MPI_COMM_WORLD at once, every schedule of four
+/// collectives started in one order and waited for in a rank-dependent order (reversed on
+/// odd ranks, rotated by the rank elsewhere), with a barrier started among them; every
+/// result against the MPI library's collective on the same data, computed before.
+int run_overlap() {
+  failures = 0;  // the results of run_check() are already in the exit status
+  cases = 0;
+  const size_t n = size_t(3 * size + 1);
+  struct Pending {
+    std::string what;
+    bcc_request rq = nullptr;
+    std::vector<int> got, want;
+  };
+  std::vector<Pending> calls;
+  calls.reserve(kAllreduce.size() + kAllgather.size() + kScan.size() + kBarrier.size() + kBcast.size());
+  std::vector<int> send(n);
+  for (size_t i = 0; i < n; ++i) send[i] = value<int>(rank, i);
+  for (const AllreduceEntry& e : kAllreduce) {
+    if (e.applicable(size) != 1) continue;
+    Pending c{e.name, nullptr, std::vector<int>(n, -1), std::vector<int>(n)};
+    MPI_Allreduce(send.data(), c.want.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
+  for (const auto& e : kAllgather) {
+    if (e.applicable(size) != 1) continue;
+    Pending c{e.name, nullptr, std::vector<int>(n * size_t(size), -1), std::vector<int>(n * size_t(size))};
+    MPI_Allgather(send.data(), int(n), MPI_INT, c.want.data(), int(n), MPI_INT, MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
+  for (const AllreduceEntry& e : kScan) {
+    if (e.applicable(size) != 1) continue;
+    Pending c{e.name, nullptr, std::vector<int>(n, -1), std::vector<int>(n)};
+    MPI_Scan(send.data(), c.want.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
+  const int root = size - 1;
+  for (const BcastEntry& e : kBcast) {
+    if (e.applicable(size) != 1) continue;
+    Pending c{e.name, nullptr, std::vector<int>(n, -1), std::vector<int>(n)};
+    for (size_t i = 0; i < n; ++i) c.want[i] = value<int>(root, i);
+    if (rank == root) c.got = c.want;
+    calls.push_back(std::move(c));
+  }
+  // Start them all, in the same order on every rank (MPI's rule), a barrier in the middle.
+  size_t k = 0;
+  bcc_request barrier_rq = nullptr;
+  const size_t barrier_at = calls.size() / 2;
+  auto start_barrier = [&] {
+    if (!kBarrier.empty() && kBarrier.front().nb(MPI_COMM_WORLD, &barrier_rq) != MPI_SUCCESS) fail("barrier start");
+  };
+  for (const AllreduceEntry& e : kAllreduce)
+    if (e.applicable(size) == 1) {
+      if (k == barrier_at) start_barrier();
+      if (e.nb(send.data(), calls[k].got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
+      ++k;
+    }
+  for (const auto& e : kAllgather)
+    if (e.applicable(size) == 1) {
+      if (k == barrier_at) start_barrier();
+      if (e.nb(send.data(), n, MPI_INT, calls[k].got.data(), n, MPI_INT, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
+      ++k;
+    }
+  for (const AllreduceEntry& e : kScan)
+    if (e.applicable(size) == 1) {
+      if (k == barrier_at) start_barrier();
+      if (e.nb(send.data(), calls[k].got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
+      ++k;
+    }
+  for (const BcastEntry& e : kBcast)
+    if (e.applicable(size) == 1) {
+      if (k == barrier_at) start_barrier();
+      if (e.nb(calls[k].got.data(), n, MPI_INT, root, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
+      ++k;
+    }
+  // Wait in a rank-dependent order: reversed on odd ranks, rotated by the rank on even ones;
+  // the barrier last on rank 0, first elsewhere.
+  if (rank != 0 && bcc_wait(&barrier_rq) != MPI_SUCCESS) fail("barrier wait");
+  const size_t m = calls.size();
+  for (size_t j = 0; j < m; ++j) {
+    Pending& c = calls[rank % 2 ? m - 1 - j : (j + size_t(rank)) % m];
+    if (bcc_wait(&c.rq) != MPI_SUCCESS) fail(c.what + " wait: " + bcc_last_error());
+    if (c.rq != nullptr) fail(c.what + ": request not NULL after the wait");
+  }
+  if (rank == 0 && bcc_wait(&barrier_rq) != MPI_SUCCESS) fail("barrier wait");
+  for (const Pending& c : calls) {
+    ++cases;
+    if (c.got != c.want) fail(c.what + " p=" + std::to_string(size) + ": nonblocking, overlapped: result differs from MPI's");
+  }
+  // A blocking call while nonblocking ones are in flight, waited for in opposite orders:
+  // rank 0 runs a blocking allreduce before waiting, the others wait first.
+  if (!kBarrier.empty() && !kAllreduce.empty() && kAllreduce.front().applicable(size) == 1) {
+    bcc_request rq = nullptr;
+    if (kBarrier.front().nb(MPI_COMM_WORLD, &rq) != MPI_SUCCESS) fail("barrier start (blocking mix)");
+    std::vector<int> got(n, -1), want(n);
+    MPI_Allreduce(send.data(), want.data(), int(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && kAllreduce.front().fn(send.data(), got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+      fail("blocking allreduce with a barrier in flight");
+    if (bcc_wait(&rq) != MPI_SUCCESS) fail("barrier wait (blocking mix)");
+    if (rank != 0 && kAllreduce.front().fn(send.data(), got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+      fail("blocking allreduce after the barrier");
+    ++cases;
+    if (got != want) fail("blocking allreduce with a nonblocking barrier in flight: result differs");
+  }
+  long total_fail = 0, total_cases = 0;
+  MPI_Allreduce(&failures, &total_fail, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&cases, &total_cases, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("p=%d: %zu nonblocking calls in flight at once, %ld rank-cases, %ld failures\n", size, m + 1, total_cases, total_fail);
+  return total_fail == 0 ? 0 : 1;
+}
+
 int run_check() {
   MPI_Op matop;
   MPI_Op_create(matmul, /*commute=*/0, &matop);
@@ -737,8 +862,15 @@ int main(int argc, char** argv) {
     persistent = true;
     rc = run_check();
   }
+  else if (mode == "check-nonblocking") {
+    // The matrix through the nonblocking forms (_i, then bcc_wait), then calls overlapped.
+    nonblocking = true;
+    rc = run_check();
+    nonblocking = false;
+    rc |= run_overlap();
+  }
   else if (mode == "trace" && argc > 2) rc = run_trace(argv[2]);
-  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | trace DIR\n");
+  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | check-nonblocking | trace DIR\n");
   MPI_Finalize();
   return rc;
 }

@@ -27,6 +27,10 @@ for p in 1 3 6 8; do
   echo -n "persistent forms (_init, start twice, free) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-persistent || status=1
 done
+for p in 1 2 3 5 8; do
+  echo "nonblocking forms (_i, wait; then calls overlapped, waited in rank-dependent orders) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-nonblocking || status=1
+done
 for p in 1 5 8; do
   echo -n "default error handler (MPI_ERRORS_ARE_FATAL) "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-fatal || status=1

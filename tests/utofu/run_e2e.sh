@@ -15,3 +15,5 @@ echo -n "stress (BINE_UTOFU_EMU_STRESS=1) "
 timeout 300 mpirun -np 4 -x BINE_UTOFU_EMU_STRESS=1 "$bin" check
 echo -n "persistent forms (_init, start twice, free) "
 timeout 300 mpirun -np 3 "$bin" check-persistent
+echo "nonblocking forms (complete at their start over uTofu: kConcurrent is false) "
+timeout 300 mpirun -np 3 "$bin" check-nonblocking

@@ -343,16 +343,23 @@ class PlanCache {
       if (e.key == k) return e.plan.get();
     return nullptr;
   }
+  /// The plan of key k, shared: it outlives its eviction from the cache (a nonblocking call
+  /// in flight keeps replaying it). Null when there is none.
+  std::shared_ptr<const Plan> find_shared(const PlanKey& k) const {
+    for (const Entry& e : entries_)
+      if (e.key == k) return e.plan;
+    return nullptr;
+  }
   void insert(const PlanKey& k, std::unique_ptr<Plan> plan) {
     if (entries_.size() == kMax) entries_.erase(entries_.begin());  // the oldest
-    entries_.push_back({k, std::move(plan)});
+    entries_.push_back({k, std::shared_ptr<const Plan>(std::move(plan))});
   }
   size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {
     PlanKey key;
-    std::unique_ptr<Plan> plan;
+    std::shared_ptr<const Plan> plan;
   };
   std::vector<Entry> entries_;
 };
@@ -383,6 +390,12 @@ inline int64_t segment_env() {
 /// setenv(); the value must be equal on all ranks).
 inline void reread_environment() { segment_env_cache().store(-2, std::memory_order_relaxed); }
 
+/// Whether nonblocking calls are in flight in this process, and one pass of progress over
+/// them (defined with the nonblocking forms below): a blocking call that waits advances
+/// them too, so that it cannot wait for a rank that waits for one of them.
+inline bool nb_any_live();
+inline void nb_progress_others();
+
 /// An inclusive range of process counts.
 struct PRange {
   int64_t lo, hi;
@@ -412,8 +425,8 @@ class BasicContext {
     if (packed_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&packed_type_);
     release_pending();
     release_scratch();
-    BufferPool::local().release(own_);
-    BufferPool::local().release(ext_);
+    pool().release(own_);
+    pool().release(ext_);
     Workspace& w = workspace();  // hand the (cleared) vectors to the next call
     pending_.clear();
     done_.clear();
@@ -724,6 +737,7 @@ class BasicContext {
   /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
   /// pending error.
   int finish() {
+    if (async_plan_) return MPI_SUCCESS;  // a nonblocking call: progress() copies out at its end
     if (replayed_) return copy_out();
     if (const int rc = pipe_.epilogue(sink_, kind_); rc != MPI_SUCCESS) return rc;
     const int rc = copy_out();
@@ -743,6 +757,12 @@ class BasicContext {
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
     const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
                     elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
+    if (async_) {  // a nonblocking start: the plan (built by a dry run just before) runs in progress()
+      async_plan_ = cache.find_shared(k);
+      if (!async_plan_) return fail(MPI_ERR_INTERN, "internal error: a nonblocking start without a plan");
+      replayed_ = true;
+      return async_plan_->scratch > 0 ? set_scratch(async_plan_->scratch) : MPI_SUCCESS;
+    }
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
       if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
@@ -768,6 +788,50 @@ class BasicContext {
   void use_plans(PlanCache& cache) { own_plans_ = &cache; }
   /// True when plan() replayed a persistent plan (the schedule body must not run).
   bool replayed() const { return replayed_; }
+
+  /// Makes this call the start of a nonblocking form, before begin_*: messages carry `tag`
+  /// (nb_tag()); plan() takes the cached plan of the call's shape (a dry run must have built
+  /// it) and runs none of its rounds; progress() then advances them. A transport that
+  /// cannot keep calls in flight apart (kConcurrent false) runs the rounds at the start.
+  void start_nonblocking(int tag) {
+    async_ = Transport::kConcurrent;
+    transport_.set_tag(tag);
+    // Its buffers come from a pool of its own: progress() may run on another thread than
+    // the start, and the thread pools are not shared.
+    if (async_) own_pool_.reset(new (std::nothrow) BufferPool);
+  }
+  /// A started nonblocking call: posts the next round when none is in flight, tests the one
+  /// in flight and, when it has completed, applies it (receives, local statements,
+  /// permutations) and goes on; at the end copies the result out. *done tells whether the
+  /// call has finished. Returns MPI_SUCCESS or the call's error (then it is done).
+  int progress(bool* done) {
+    *done = true;
+    if (!async_plan_) return MPI_SUCCESS;
+    const std::vector<RoundPlan>& rounds = async_plan_->rounds;
+    while (next_round_ < rounds.size()) {
+      const RoundPlan& rp = rounds[next_round_];
+      int rc;
+      if (!in_flight_) {
+        char* unused[2];
+        if ((rc = post_round(rp, false, unused)) != MPI_SUCCESS) return abandon(rc);
+        in_flight_ = true;
+      }
+      int flag = 1;
+      if (!requests_.empty() && (rc = transport_.test_all(requests_.data(), int(requests_.size()), &flag)) != MPI_SUCCESS)
+        return abandon(rc);
+      if (!flag) {
+        *done = false;
+        return MPI_SUCCESS;
+      }
+      requests_.clear();
+      pieces_.clear();
+      in_flight_ = false;
+      ++next_round_;
+      if ((rc = finish_round(rp, /*early_applied=*/false)) != MPI_SUCCESS) return abandon(rc);
+    }
+    async_plan_.reset();
+    return copy_out();
+  }
 
   /// The end of every call: the vector back from ext_ (`scratch`), the internal copy to
   /// recvbuf (alltoall), this rank's block out (scatter, reduce_scatter), the unpacking
@@ -864,8 +928,8 @@ class BasicContext {
     if (bytes > 0 && uint64_t(K) + 1 > UINT64_MAX / bytes)
       return fail(MPI_ERR_NO_MEM, "%lld scratch buffers of %llu bytes overflow the address space", (long long)K,
                   (unsigned long long)bytes);
-    BufferPool::local().release(ext_);
-    ext_ = BufferPool::local().acquire((uint64_t(K) + 1) * bytes + 1);
+    pool().release(ext_);
+    ext_ = pool().acquire((uint64_t(K) + 1) * bytes + 1);
     if (!ext_)
       return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
                   (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
@@ -988,6 +1052,19 @@ class BasicContext {
     bool any_early = false;
     for (const Pending& pd : pending_) any_early |= pd.x->early;
     int rc;
+    if (nb_any_live()) {  // test, and advance the nonblocking calls in flight between tests
+      for (;;) {
+        int flag = 0;
+        if ((rc = transport_.test_all(requests_.data(), int(requests_.size()), &flag)) != MPI_SUCCESS) return rc;
+        if (flag) break;
+        nb_progress_others();
+      }
+      requests_.clear();
+      pieces_.clear();
+      for (const Pending& pd : pending_)  // what Waitsome would have reduced early
+        if (pd.x->early && (rc = apply_pending(pd, 0, pd.x->total)) != MPI_SUCCESS) return rc;
+      return MPI_SUCCESS;
+    }
     if (!any_early) {
       rc = transport_.wait_all(requests_.data(), int(requests_.size()));
       requests_.clear();
@@ -1226,20 +1303,20 @@ class BasicContext {
   /// The internal working buffer (from the thread's BufferPool, not zero-filled: the
   /// schedule writes every block it reads, as the verifier checks); null when out of memory.
   char* own(uint64_t bytes) {
-    BufferPool::local().release(own_);
-    return own_ = BufferPool::local().acquire(bytes);
+    pool().release(own_);
+    return own_ = pool().acquire(bytes);
   }
   int no_memory(uint64_t bytes) const {
     return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes of working or scratch memory", (unsigned long long)bytes);
   }
   /// Scratch memory of one round (packed sends, buffered receives), from the BufferPool.
   char* scratch(uint64_t bytes) {
-    char* m = BufferPool::local().acquire(bytes);
+    char* m = pool().acquire(bytes);
     if (m) scratch_.push_back(m);
     return m;
   }
   void release_scratch() {
-    for (char* m : scratch_) BufferPool::local().release(m);
+    for (char* m : scratch_) pool().release(m);
     scratch_.clear();
   }
   /// The call's arguments are known: binds the transport, then runs the testing hook.
@@ -1297,8 +1374,8 @@ class BasicContext {
         rc = MPI_Reduce_local(a, b, int(c), red_type_, op_);
       } else {
         const uint64_t bytes = (c - 1) * uint64_t(red_shape_.extent) + uint64_t(red_shape_.true_extent);
-        char* ta = BufferPool::local().acquire(bytes);
-        char* tb = BufferPool::local().acquire(bytes);
+        char* ta = pool().acquire(bytes);
+        char* tb = pool().acquire(bytes);
         rc = ta && tb ? MPI_SUCCESS : no_memory(2 * bytes);
         char* ua = ta - red_shape_.true_lb;  // element 0 of the user layout
         char* ub = tb - red_shape_.true_lb;
@@ -1306,8 +1383,8 @@ class BasicContext {
         if (rc == MPI_SUCCESS) rc = unpack_elements(b, c, red_type_, red_shape_, ub, comm_);
         if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(ua, ub, int(c), red_type_, op_);
         if (rc == MPI_SUCCESS) rc = pack_elements(ub, c, red_type_, red_shape_, b, comm_);
-        BufferPool::local().release(ta);
-        BufferPool::local().release(tb);
+        pool().release(ta);
+        pool().release(tb);
       }
       if (rc != MPI_SUCCESS) return rc;
     }
@@ -1387,13 +1464,35 @@ class BasicContext {
   /// pieces as they arrive), applies the buffered receives, then the local reductions and
   /// copies, then the permutations.
   int run_round(const RoundPlan& rp) {
-    char* const buf = static_cast<char*>(buf_);
     // A round of one message, or of one send and one receive, each in one piece: a single
     // blocking call (MPI_Send / MPI_Recv / MPI_Sendrecv) instead of posting and waiting.
+    // Not while nonblocking calls are in flight: the wait must advance them (complete_round()).
     const bool fast = !rp.xfers.empty() && rp.xfers.size() <= 2 && rp.xfers.front().total <= rp.piece &&
                       rp.xfers.back().total <= rp.piece &&
-                      (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv);
+                      (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv) && !nb_any_live();
     char* fast_base[2] = {nullptr, nullptr};
+    int rc = post_round(rp, fast, fast_base);
+    if (rc != MPI_SUCCESS) return rc;
+    if (fast) {
+      const XferPlan& a = rp.xfers.front();
+      const XferPlan& b = rp.xfers.back();
+      if (rp.xfers.size() == 1)
+        rc = a.recv ? transport_.recv(fast_base[0], int(a.total), int(a.peer))
+                    : transport_.send(fast_base[0], int(a.total), int(a.peer));
+      else if (a.recv)
+        rc = transport_.sendrecv(fast_base[1], int(b.total), int(b.peer), fast_base[0], int(a.total), int(a.peer));
+      else
+        rc = transport_.sendrecv(fast_base[0], int(a.total), int(a.peer), fast_base[1], int(b.total), int(b.peer));
+    } else {
+      rc = complete_round();
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    return finish_round(rp, /*early_applied=*/true);
+  }
+  /// Packs and posts a round's transfers in order; with `fast`, only packs and records each
+  /// transfer's address in fast_base (the caller makes the one blocking call).
+  int post_round(const RoundPlan& rp, bool fast, char* fast_base[2]) {
+    char* const buf = static_cast<char*>(buf_);
     for (const XferPlan& x : rp.xfers) {
       const ElemRange* rg = rp.ranges.data() + x.first;
       char* base = x.n > 0 ? buf + rg[0].first * elem_bytes_ : buf;  // x.n == 0: a barrier's empty message
@@ -1427,23 +1526,14 @@ class BasicContext {
         if (rc != MPI_SUCCESS) return rc;  // the requests posted so far are cancelled by release_pending()
       }
     }
+    return MPI_SUCCESS;
+  }
+  /// After a round's transfers completed: the buffered receives (those reduced early
+  /// excepted when early_applied), the local reductions and copies, the permutations.
+  int finish_round(const RoundPlan& rp, bool early_applied) {
     int rc;
-    if (fast) {
-      const XferPlan& a = rp.xfers.front();
-      const XferPlan& b = rp.xfers.back();
-      if (rp.xfers.size() == 1)
-        rc = a.recv ? transport_.recv(fast_base[0], int(a.total), int(a.peer))
-                    : transport_.send(fast_base[0], int(a.total), int(a.peer));
-      else if (a.recv)
-        rc = transport_.sendrecv(fast_base[1], int(b.total), int(b.peer), fast_base[0], int(a.total), int(a.peer));
-      else
-        rc = transport_.sendrecv(fast_base[0], int(a.total), int(a.peer), fast_base[1], int(b.total), int(b.peer));
-    } else {
-      rc = complete_round();
-    }
-    if (rc != MPI_SUCCESS) return rc;
     for (const Pending& pd : pending_) {
-      if (pd.x->early) continue;  // reduced piece by piece in complete_round()
+      if (pd.x->early && early_applied) continue;  // reduced piece by piece in complete_round()
       if ((rc = apply_pending(pd, 0, pd.x->total)) != MPI_SUCCESS) return rc;
     }
     for (const LocalPlan& l : rp.locals)
@@ -1481,7 +1571,7 @@ class BasicContext {
   /// compile_round()), through a copy of the buffer.
   int apply_permutation(const std::vector<int64_t>& perm) {
     const uint64_t B = uint64_t(geometry_blocks());
-    char* copy = BufferPool::local().acquire(count_ * elem_bytes_);
+    char* copy = pool().acquire(count_ * elem_bytes_);
     if (!copy) return no_memory(count_ * elem_bytes_);
     if (count_ > 0) std::memcpy(copy, buf_, count_ * elem_bytes_);
     for (size_t j = 0; j < perm.size(); ++j) {
@@ -1489,13 +1579,21 @@ class BasicContext {
       const uint64_t to = block_begin(count_, B, uint64_t(perm[j]));
       std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy + from * elem_bytes_, len * elem_bytes_);
     }
-    BufferPool::local().release(copy);
+    pool().release(copy);
     return MPI_SUCCESS;
   }
   void release_pending() {
     for (typename Transport::Request& rq : requests_) transport_.cancel(&rq);
     requests_.clear();
     pieces_.clear();
+  }
+  /// A nonblocking call that failed: its requests cancelled, nothing more to progress.
+  int abandon(int rc) {
+    release_pending();
+    pending_.clear();
+    release_scratch();
+    async_plan_.reset();
+    return rc;
   }
 
   /// Posts one round's ops, waits for them, then applies its reductions, local statements
@@ -1556,6 +1654,12 @@ class BasicContext {
   bool dry_ = false;                 ///< dry_run(): build the plan, move no data
   PlanKey key_{};                    ///< the call's shape (plan())
   bool replayed_ = false;            ///< plan() replayed a persistent plan
+  bool async_ = false;               ///< start_nonblocking(): plan() starts, progress() runs
+  std::unique_ptr<BufferPool> own_pool_;  ///< a nonblocking call's buffers (else the thread's)
+  BufferPool& pool() { return own_pool_ ? *own_pool_ : BufferPool::local(); }
+  std::shared_ptr<const Plan> async_plan_;  ///< the plan a started nonblocking call runs
+  size_t next_round_ = 0;            ///< progress(): the round in flight or next
+  bool in_flight_ = false;           ///< progress(): next_round_ is posted
   /// The round pipeline (bine/rounds.hpp): folds, body-to-real mapping, mirror; the
   /// same code the compiler instantiates schedules with. Its rounds reach execute().
   RoundPipeline pipe_;
@@ -1570,5 +1674,115 @@ class BasicContext {
 /// runtime header names with BINE_MPI_TRANSPORT before including this one
 /// (bine/utofu_runtime.hpp). One transport per program.
 using Context = BasicContext<BINE_MPI_TRANSPORT>;
+
+// ---------------------------------------------------------------------------------------
+// Nonblocking forms (docs/architecture.md, "Nonblocking forms").
+
+/// The tag of the next nonblocking call on `comm` (*tag), every rank counting its calls on
+/// the communicator (MPI requires all ranks to start collectives on a communicator in the
+/// same order, so the counts agree): kNbTagBase + count mod kNbTags. The count lives in an
+/// attribute of `comm` (freed with it). MPI error code when the attribute cannot be kept.
+inline int nb_tag(MPI_Comm comm, int* tag) {
+  static int keyval = MPI_KEYVAL_INVALID;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto del = [](MPI_Comm, int, void* attr, void*) -> int {
+      delete static_cast<uint64_t*>(attr);
+      return MPI_SUCCESS;
+    };
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del, &keyval, nullptr);
+  });
+  if (keyval == MPI_KEYVAL_INVALID) return MPI_ERR_OTHER;
+  void* attr = nullptr;
+  int flag = 0;
+  int rc = MPI_Comm_get_attr(comm, keyval, &attr, &flag);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!flag) {
+    attr = new (std::nothrow) uint64_t(0);
+    if (!attr) return MPI_ERR_NO_MEM;
+    if ((rc = MPI_Comm_set_attr(comm, keyval, attr)) != MPI_SUCCESS) {
+      delete static_cast<uint64_t*>(attr);
+      return rc;
+    }
+  }
+  uint64_t& count = *static_cast<uint64_t*>(attr);
+  *tag = kNbTagBase + int(count % uint64_t(kNbTags));
+  ++count;
+  return MPI_SUCCESS;
+}
+
+/// A nonblocking call in flight: its context (the call's state: working buffer, plan,
+/// round in flight) and, once done, its result. Made by a generated <name>_i function,
+/// advanced by nb_progress_all(), ended by nb_wait() / nb_test().
+struct NbCall {
+  explicit NbCall(const char* name) : cx(name) {}
+  Context cx;
+  int rc = MPI_SUCCESS;
+  bool done = false;
+};
+
+/// The nonblocking calls in flight in this process, and the lock under which they are
+/// advanced (a call's context is only touched with it held, from any thread).
+struct NbRegistry {
+  std::mutex lock;
+  std::vector<NbCall*> live;
+  std::atomic<size_t> count{0};  ///< live.size(), readable without the lock
+  static NbRegistry& get() {
+    static NbRegistry r;
+    return r;
+  }
+};
+
+/// Advances every call in flight by one pass of progress() (requires the registry's lock).
+inline void nb_progress_locked(NbRegistry& g) {
+  for (size_t i = 0; i < g.live.size();) {
+    NbCall* c = g.live[i];
+    bool done = false;
+    c->rc = c->cx.progress(&done);
+    if (done || c->rc != MPI_SUCCESS) {
+      c->done = true;
+      g.live.erase(g.live.begin() + long(i));
+    } else {
+      ++i;
+    }
+  }
+  g.count.store(g.live.size(), std::memory_order_relaxed);
+}
+
+inline bool nb_any_live() { return NbRegistry::get().count.load(std::memory_order_relaxed) > 0; }
+inline void nb_progress_others() {
+  NbRegistry& g = NbRegistry::get();
+  std::lock_guard<std::mutex> hold(g.lock);
+  nb_progress_locked(g);
+}
+
+/// Registers a started call (`started`: the start's result; a failed or finished start is
+/// done at once).
+inline void nb_register(NbCall* c, int started) {
+  if (started != MPI_SUCCESS) {
+    c->rc = started;
+    c->done = true;
+    return;
+  }
+  NbRegistry& g = NbRegistry::get();
+  std::lock_guard<std::mutex> hold(g.lock);
+  bool done = false;
+  c->rc = c->cx.progress(&done);  // posts the first round at once
+  if (done || c->rc != MPI_SUCCESS) {
+    c->done = true;
+    return;
+  }
+  g.live.push_back(c);
+  g.count.store(g.live.size(), std::memory_order_relaxed);
+}
+
+/// *flag = 1 when `c` is done (after one pass over every call in flight: waiting on one
+/// call advances all, so the calls complete in any order of tests and waits).
+inline void nb_test(NbCall* c, int* flag) {
+  NbRegistry& g = NbRegistry::get();
+  std::lock_guard<std::mutex> hold(g.lock);
+  if (!c->done) nb_progress_locked(g);
+  *flag = c->done ? 1 : 0;
+}
 
 }  // namespace bine::mpi

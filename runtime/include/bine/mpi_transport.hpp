@@ -13,6 +13,14 @@
 //                                           count: elements of the bound type (1..kMaxChunk);
 //                                           peer: a rank of the bound communicator
 //   int wait_all(Request* r, int n)         every request completes
+//   int test_all(Request* r, int n, int* flag)
+//                                           *flag = 1 and every request retired when all have
+//                                           completed, else *flag = 0 and none is retired
+//   void set_tag(int tag)                   the tag of this call's messages (nonblocking calls
+//                                           use one tag per call in flight, nb_tag()); a
+//                                           transport without tags serializes instead
+//   static constexpr bool kConcurrent       whether calls in flight at once on one
+//                                           communicator are kept apart (by tag)
 //   int send(const void* data, int count, int peer)
 //   int recv(void* data, int count, int peer)
 //   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer)
@@ -37,29 +45,37 @@ namespace bine::mpi {
 /// Point-to-point tag used by generated collectives on the user's communicator.
 inline constexpr int kTag = 27422;
 
-/// Non-blocking MPI point-to-point on the user's communicator with tag kTag.
+/// Tags of the nonblocking forms: one per call in flight on a communicator, kNbTagBase +
+/// (the communicator's nonblocking call count mod kNbTags) (nb_tag(), mpi_runtime.hpp).
+inline constexpr int kNbTagBase = 1024, kNbTags = 16384;
+
+/// Non-blocking MPI point-to-point on the user's communicator with tag kTag (a nonblocking
+/// form's own tag, set_tag()).
 class MpiTransport {
  public:
   using Request = MPI_Request;
+  static constexpr bool kConcurrent = true;
   static Request null_request() { return MPI_REQUEST_NULL; }
+  void set_tag(int tag) { tag_ = tag; }
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     comm_ = comm;
     type_ = type;
     op_ = op;
   }
   int post_send(const void* data, int count, int peer, Request* r) {
-    return MPI_Isend(data, count, type_, peer, kTag, comm_, r);
+    return MPI_Isend(data, count, type_, peer, tag_, comm_, r);
   }
   int post_recv(void* data, int count, int peer, Request* r) {
-    return MPI_Irecv(data, count, type_, peer, kTag, comm_, r);
+    return MPI_Irecv(data, count, type_, peer, tag_, comm_, r);
   }
   int wait_all(Request* r, int n) { return MPI_Waitall(n, r, MPI_STATUSES_IGNORE); }
-  int send(const void* data, int count, int peer) { return MPI_Send(data, count, type_, peer, kTag, comm_); }
+  int test_all(Request* r, int n, int* flag) { return MPI_Testall(n, r, flag, MPI_STATUSES_IGNORE); }
+  int send(const void* data, int count, int peer) { return MPI_Send(data, count, type_, peer, tag_, comm_); }
   int recv(void* data, int count, int peer) {
-    return MPI_Recv(data, count, type_, peer, kTag, comm_, MPI_STATUS_IGNORE);
+    return MPI_Recv(data, count, type_, peer, tag_, comm_, MPI_STATUS_IGNORE);
   }
   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer) {
-    return MPI_Sendrecv(sdata, scount, type_, speer, kTag, rdata, rcount, type_, rpeer, kTag, comm_,
+    return MPI_Sendrecv(sdata, scount, type_, speer, tag_, rdata, rcount, type_, rpeer, tag_, comm_,
                         MPI_STATUS_IGNORE);
   }
   int wait_some(Request* r, int n, int* done, int* indices) {
@@ -78,6 +94,7 @@ class MpiTransport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
+  int tag_ = kTag;
 };
 
 }  // namespace bine::mpi

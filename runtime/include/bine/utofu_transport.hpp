@@ -90,7 +90,11 @@ struct Channel {
 class UtofuTransport {
  public:
   using Request = int;
+  /// One stream of pieces per (source, destination): two calls in flight at once would
+  /// interleave in it, so nonblocking forms complete at their start (mpi_runtime.hpp).
+  static constexpr bool kConcurrent = false;
   static Request null_request() { return -1; }
+  void set_tag(int) {}
 
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     type_ = type;
@@ -111,6 +115,14 @@ class UtofuTransport {
       if (const int rc = progress(); rc != MPI_SUCCESS) return rc;
     }
     for (int i = 0; i < n; ++i) retire(&r[i]);
+    return MPI_SUCCESS;
+  }
+  int test_all(Request* r, int n, int* flag) {
+    if (const int rc = progress(); rc != MPI_SUCCESS) return rc;
+    *flag = 1;
+    for (int i = 0; i < n; ++i) *flag &= r[i] < 0 || ops_[size_t(r[i])].done;
+    if (*flag)
+      for (int i = 0; i < n; ++i) retire(&r[i]);
     return MPI_SUCCESS;
   }
   int wait_some(Request* r, int n, int* done, int* indices) {
