@@ -5,7 +5,10 @@
 # thread's progress, free-list recycling) and reports races on memory that MPI's own code
 # touched; those are not ours. A report counts, and fails the test, when the first frame of
 # either access lies in the library's code: bine_pmpi.cpp, the runtime (runtime/include/bine/)
-# or the generated header (bine_lib.h). Removing the locking of bine_pmpi.cpp (plain counters)
+# or the generated header (bine_lib.h), except a report whose other access is Open MPI
+# locking its own mutex (a wait sync object on a thread's stack, where our variables were
+# before: stack reuse, not sharing; seen in 2 of 6 runs after a change of the runtime's
+# stack layout). Removing the locking of bine_pmpi.cpp (plain counters)
 # makes this test fail; the plain pmpi_threads test does not reliably see it.
 # usage: run_threads_tsan.sh APP_TSAN LIBBINE_PMPI_TSAN LIBTSAN [THREADS [ITERATIONS]]
 set -uo pipefail
@@ -22,10 +25,19 @@ for p in 2 4; do
   # Reports whose access (current or previous) has its first frame in the library's code.
   awk -v RS='==================' '
     /WARNING: ThreadSanitizer/ {
-      n = split($0, line, "\n"); ours = 0
-      for (i = 1; i < n; ++i)
+      n = split($0, line, "\n"); ours = 0; mpisync = 0
+      for (i = 1; i < n; ++i) {
         if (line[i] ~ /^  (Previous )?([Aa]tomic )?([Rr]ead|[Ww]rite) of size/ &&
             line[i + 1] ~ /#0 .*(bine_pmpi\.cpp|runtime\/include\/bine\/|bine_lib\.h)/) ours = 1
+        # One access is Open MPI locking its own mutex (frame #1 in Open MPI): a wait sync
+        # object on a waiting thread stack, whose memory our code used before (stack reuse;
+        # we never hand MPI memory to lock).
+        # (stderr of several ranks may interleave: frame #1 is looked for a few lines on)
+        if (line[i] ~ /^  (Previous )?([Aa]tomic )?([Rr]ead|[Ww]rite) of size/ && line[i + 1] ~ /#0 pthread_(mutex|cond)_/)
+          for (j = i + 2; j <= i + 6 && j < n; ++j)
+            if (line[j] ~ /#1 .*(mca_|libmpi|libopen-)/) mpisync = 1
+      }
+      if (mpisync) ours = 0
       total++
       if (ours) { ++found; if (found <= 3) print "REPORT" $0 }
     }
