@@ -1148,3 +1148,38 @@ TEST_CASE("fold ring 3 around rt_allreduce (rt_ring3_allreduce): the ring's roun
       CHECK(whole.makespan == doctest::Approx(4 * c.alpha + 4.0 / 3 * double(N) * c.beta + 2.0 / 3 * double(n) * c.gamma + part.makespan));
     }
 }
+
+TEST_CASE("barriers: rounds x alpha (dissemination ceil lg p, Hensgen et al.; pairwise exchange lg p' + 2 for non-pow2 p), no bytes") {
+  for (int64_t p = 2; p <= 64; ++p)
+    for (size_t k = 0; k < kMachines.size(); ++k) {
+      CAPTURE(p);
+      const CostParams c = flat(kMachines[k]);
+      const double pairwise = double(oracle_floor_log2(p) + (oracle_is_pow2(p) ? 0 : 2));
+      for (const auto& [name, rounds] : {std::pair<const char*, double>{"dissemination_barrier", double(oracle_ceil_log2(p))},
+                                         {"recursive_doubling_barrier", pairwise},
+                                         {"bine_barrier", pairwise}}) {
+        CAPTURE(name);
+        const CostResult r = run(inst(name, p), 1000, 4, c);  // the vector size is irrelevant
+        expect(r, c, {rounds, 0, 0});
+        CHECK(r.bytes == 0);
+      }
+    }
+}
+
+TEST_CASE("recursive-doubling scan and exscan: lg p (alpha + n beta + 2 n gamma) for p = 2^k (MPICH's algorithm)") {
+  // Every rank exchanges its total each step; the last rank receives from a lower partner
+  // every step and reduces twice (into the result and into the total): the critical path.
+  // Exscan's first lower total is copied, not reduced: one reduction fewer on rank p - 1.
+  for (int64_t p = 2; p <= 64; p *= 2)
+    for (size_t k = 0; k < kMachines.size(); ++k) {
+      CAPTURE(p);
+      CAPTURE(k);
+      const CostParams c = flat(kMachines[k]);
+      const uint64_t es = 4, n = 120 * uint64_t(p), N = n * es;
+      const double lg = double(oracle_floor_log2(p));
+      const CostResult scan = run(inst("recursive_doubling_scan", p), n, es, c);
+      expect(scan, c, {lg, lg * double(N), 2 * lg * double(n)});
+      const CostResult ex = run(inst("recursive_doubling_exscan", p), n, es, c);
+      expect(ex, c, {lg, lg * double(N), (2 * lg - 1) * double(n)});
+    }
+}
