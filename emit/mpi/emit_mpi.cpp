@@ -123,45 +123,51 @@ class Emitter {
     // The body, then the C entry point: a context named after the function (error texts),
     // and the error text cleared or completed on the way out (Context::result).
     const std::string fname = emitted_function_name(sd_, prefix_);
-    o << "static int bine_run_" << fname << "(bine::mpi::Context& cx, " << signature(sd_.collective).params << ") {\n";
+    std::ostringstream run;  // the entry with the arguments: begin_*, then the body
+    run << "static int bine_run_" << fname << "(bine::mpi::Context& cx, " << signature(sd_.collective).params << ") {\n";
     switch (sd_.collective) {
       case Collective::allreduce:
-        o << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
+        run << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
           << "                              /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::reduce:
-        o << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
+        run << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
           << "                           /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::reduce_scatter:
-        o << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
+        run << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
           << "                                   /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::alltoall:
-        o << "  int rc = cx.begin_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
+        run << "  int rc = cx.begin_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
         break;
       case Collective::allgather:
-        o << "  int rc = cx.begin_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
+        run << "  int rc = cx.begin_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
         break;
       case Collective::gather:
-        o << "  int rc = cx.begin_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
+        run << "  int rc = cx.begin_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
         break;
       case Collective::scatter:
-        o << "  int rc = cx.begin_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
+        run << "  int rc = cx.begin_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
         break;
       case Collective::scan:
       case Collective::exscan:
-        o << "  int rc = cx.begin_" << collective_name(sd_.collective) << "(sendbuf, recvbuf, count, datatype, op, comm,\n"
+        run << "  int rc = cx.begin_" << collective_name(sd_.collective) << "(sendbuf, recvbuf, count, datatype, op, comm,\n"
           << "                         /*non-commutative ops allowed for p in*/ " << order << ");\n";
         break;
       case Collective::barrier:
-        o << "  int rc = cx.begin_barrier(comm);\n";
+        run << "  int rc = cx.begin_barrier(comm);\n";
         break;
       default:
-        o << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
+        run << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
         break;
     }
-    o << "  if (rc != MPI_SUCCESS) return rc;\n";
+    run << "  if (rc != MPI_SUCCESS) return rc;\n";
+    run << "  return bine_body_" << fname << "(cx);\n}\n\n";
+    // The schedule body: every collective form (plain, persistent, nonblocking, irregular)
+    // runs it after its own begin_* (the arguments' checks and copy-in).
+    o << "static int bine_body_" << fname << "(bine::mpi::Context& cx) {\n";
+    o << "  int rc = MPI_SUCCESS;\n";
     o << "  if (cx.finished()) return cx.finish();\n";
     o << "  // A call of the same shape as an earlier one replays its rounds (persistent plan).\n";
     o << "  static thread_local bine::mpi::PlanCache bine_plans;\n";
@@ -224,6 +230,7 @@ class Emitter {
     block(rp_.body, ind);
     if (rp_.fold != FoldKind::none) o << "  }\n";
     o << "  return cx.finish();\n}\n\n";
+    o << run.str();
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
