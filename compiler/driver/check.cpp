@@ -19,6 +19,7 @@ ProofSummary CheckReport::proof() const {
       else p.order_ranges.push_back({x, x});
     }
   p.same_bracketing = ok && same_bracketing;
+  p.keeps_blocks = ok && keeps_blocks && instances > 0;
   return p;
 }
 
@@ -102,6 +103,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
               order_here &= v.order_preserving;
             }
             rep.same_bracketing &= v.same_bracketing;
+            rep.keeps_blocks &= v.keeps_blocks;
             if (rooted && root == 0) {
               base[commutative] = std::move(sch);
               have_base[commutative] = true;

@@ -37,6 +37,7 @@ struct CheckReport {
   bool order_preserving = true;        ///< over every verified instance
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;
+  bool keeps_blocks = true;            ///< VerifyResult::keeps_blocks over every verified instance
   int64_t failed_p = -1, failed_root = -1;
   /// The first failing instance, when it was built (instantiation succeeded and the
   /// verifier rejected it): the Schedule and the verifier's counterexample.

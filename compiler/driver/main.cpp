@@ -211,7 +211,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   std::set<const ScheduleDecl*> clashing;
   for (const ScheduleDecl* s : chosen) {
     const std::string f = emitted_function_name(*s, eopt.prefix);
-    for (const char* suffix : {"", "_applicable", "_requires", "_init", "_i"}) {
+    for (const char* suffix : {"", "_applicable", "_requires", "_init", "_i", "_v"}) {
       const auto [it, fresh] = defined.emplace(f + suffix, "schedule '" + s->name + "'");
       if (fresh) continue;
       diags.error(s->name_span, "the generated name '" + f + suffix + "' of schedule '" + s->name + "' is also defined by " +

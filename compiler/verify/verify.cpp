@@ -211,6 +211,11 @@ class Verifier {
       if (s_.collective == Collective::barrier) step_heard(t);
     }
     res.ok = check_post(res);
+    for (int64_t x = 0; x < s_.p && keeps_blocks_; ++x)
+      for (const Round& rd : s_.ranks[size_t(x)])
+        for (const Op& op : rd)
+          if (std::holds_alternative<LocalOp>(op) || std::holds_alternative<PermuteOp>(op)) keeps_blocks_ = false;
+    res.keeps_blocks = keeps_blocks_;
     if (!res.ok) res.counterexample = cex_;
     for (int64_t x = 0; x < s_.p; ++x)
       for (const Round& rd : s_.ranks[size_t(x)])
@@ -591,6 +596,7 @@ class Verifier {
         if (!rv) continue;
         const int64_t x = rv->peer;
         const Op& snd = mate(y, t, j);
+        if (keeps_blocks_ && !(blocks_of(snd) == rv->blocks)) keeps_blocks_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
         std::vector<int64_t>& from = from_;
@@ -907,6 +913,7 @@ class Verifier {
   std::vector<std::vector<int32_t>> state_;
   std::vector<std::vector<WriteSite>> writer_;
   std::map<int64_t, int32_t> final_term_;
+  bool keeps_blocks_ = true;               ///< every message so far lands in the blocks it left
   size_t words_ = 0;                       ///< barrier: 64-bit words per rank in heard_
   std::vector<uint64_t> heard_, heard_prev_;  ///< barrier: [rank * words_ + x / 64] bit x: heard from x
   Counterexample cex_;

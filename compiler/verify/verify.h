@@ -66,6 +66,11 @@ struct VerifyResult {
   bool order_preserving = true;
   /// All ranks that hold a final reduction of a block hold the same bracketing.
   bool same_bracketing = true;
+  /// Every message lands in the blocks it was sent from (each received set equals its
+  /// matched sent set) and no rank copies, reduces or permutes blocks locally: each block
+  /// keeps its index from its owner to every destination, so the proof holds for any block
+  /// sizes (the irregular `v` forms, docs/verifier.md).
+  bool keeps_blocks = true;
   int64_t messages = 0;        ///< point-to-point messages, all ranks
   int64_t blocks_moved = 0;    ///< sum of |blocks| over messages
 };

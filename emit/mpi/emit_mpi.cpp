@@ -53,6 +53,18 @@ Signature signature(Collective c) {
 
 }  // namespace
 
+/// The irregular form of an allgather schedule (MPI_Allgatherv with size_t counts).
+const char* const kAllgathervParams =
+    "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
+    "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm";
+const char* const kAllgathervNames = "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm";
+
+/// Whether a schedule gets an irregular `_v` form: an allgather whose every verified
+/// instance keeps each block's index (ProofSummary::keeps_blocks).
+bool has_irregular_form(const ScheduleDecl& s, const ProofSummary& proof) {
+  return s.collective == Collective::allgather && proof.keeps_blocks;
+}
+
 std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix) {
   return "int " + emitted_function_name(s, prefix) + "(" + signature(s.collective).params + ")";
 }
@@ -236,6 +248,15 @@ class Emitter {
     o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
     persistent(fname);
     nonblocking(fname);
+    if (has_irregular_form(sd_, proof)) {
+      o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << kAllgathervParams << ") {\n";
+      o << "  const int rc = cx.begin_allgatherv(" << kAllgathervNames << ");\n";
+      o << "  if (rc != MPI_SUCCESS) return rc;\n";
+      o << "  return bine_body_" << fname << "(cx);\n}\n";
+      o << "extern \"C\" int " << fname << "_v(" << kAllgathervParams << ") {\n";
+      o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
+      o << "  return cx.result(bine_run_" << fname << "_v(cx, " << kAllgathervNames << "));\n}\n";
+    }
     return o.str();
   }
   /// The nonblocking form (like MPI_Iallreduce): `<fname>_i` checks the call and builds or
@@ -707,6 +728,11 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
       << "/// datatype, operator, `requires`), then *plan is untouched; MPI_ERR_ARG for a NULL plan.\n";
     o << "int " << fname(*schedules[i]) << "_init(" << signature(schedules[i]->collective).params << ", " << plan_t
       << "* plan);\n";
+    if (has_irregular_form(*schedules[i], proofs[i]))
+      o << "/// The irregular form (MPI_Allgatherv, size_t counts and displacements in recvtype extents):\n"
+        << "/// every message of the schedule keeps its blocks' indices, so the proof holds for any\n"
+        << "/// block sizes. No persistent plan (rounds built each call).\n"
+        << "int " << fname(*schedules[i]) << "_v(" << kAllgathervParams << ");\n";
     o << "/// The nonblocking form: starts " << fname(*schedules[i]) << " and sets *request (" << prefix << "wait).\n";
     o << "int " << fname(*schedules[i]) << "_i(" << signature(schedules[i]->collective).params << ", " << req_t
       << "* request);\n";
@@ -737,7 +763,10 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
           << (proofs[i].same_bracketing ? 1 : 0) << ")";
     o << "\n";
   }
-  o << "\n";
+  o << "#define " << macro_prefix << "ALLGATHERV_SCHEDULES(X)";  // the irregular forms
+  for (size_t i = 0; i < schedules.size(); ++i)
+    if (has_irregular_form(*schedules[i], proofs[i])) o << " \\\n  X(" << fname(*schedules[i]) << "_v, 1, 1)";
+  o << "\n\n";
   o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n#include <new>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
   o << "struct " << plan_t << "_s {\n  virtual ~" << plan_t << "_s() = default;\n  virtual int start() = 0;\n"
     << "  bine::mpi::PlanCache plans;  ///< this plan's rounds, built by _init's dry run\n};\n";

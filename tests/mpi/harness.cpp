@@ -45,6 +45,14 @@ using AllgatherFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MP
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
 using ReduceScatterFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
 using BarrierFn = int (*)(MPI_Comm);
+using AllgathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, MPI_Comm);
+/// The irregular forms (registry X(function, 1, 1)): no persistent or nonblocking form.
+struct VEntry {
+  const char* name;
+  AllgathervFn fn;
+};
+#define BINE_VENTRY(f, order, same) {#f, f},
+const std::vector<VEntry> kAllgatherv = {BCC_ALLGATHERV_SCHEDULES(BINE_VENTRY)};
 /// check-persistent: every call goes through the function's persistent form (_init, then
 /// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
 /// shift again, then bcc_plan_free).
@@ -274,6 +282,60 @@ void noncommutative_scan_case(const AllreduceEntry& e, bool exclusive, MPI_Datat
   if (refused(e, rc) || (rc == MPI_ERR_OP && e.applicable(size) == 0)) return;
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   if (last >= 0 && got != expect) fail(tag + ": differs from the sequential prefix product");
+}
+
+/// Allgatherv against MPI_Allgatherv on the same layout: `layout` 0 = counts drawn from a
+/// seeded generator (0..9), 1 = zero counts on every other rank, 2 = one rank holding 99%
+/// of the data, 3 = all zero; displacements in rank order without gaps (`shuffled` false,
+/// the in-recvbuf path) or in reverse rank order with gaps of 3 elements; datatypes MPI_INT
+/// and a resized int (extent 2 ints: every other int, non-contiguous); in place or not. The
+/// gaps of recvbuf must keep their sentinel.
+void allgatherv_case(const VEntry& e, int layout, bool shuffled, bool strided, bool in_place) {
+  const int p = size;
+  std::vector<int> counts(size_t(p), 0);
+  uint32_t seed = uint32_t(layout * 7919 + p * 31 + data_salt);
+  for (int b = 0; b < p; ++b) {
+    seed = seed * 1103515245u + 12345u;
+    switch (layout) {
+      case 0: counts[size_t(b)] = int((seed >> 16) % 10); break;
+      case 1: counts[size_t(b)] = b % 2 ? 0 : 1 + b; break;
+      case 2: counts[size_t(b)] = b == p / 2 ? 990 : (b % 3 == 0 ? 1 : 0); break;
+      default: counts[size_t(b)] = 0; break;
+    }
+  }
+  std::vector<int> displs(size_t(p), 0);
+  int at = 0;
+  for (int k = 0; k < p; ++k) {
+    const int b = shuffled ? p - 1 - k : k;
+    displs[size_t(b)] = at;
+    at += counts[size_t(b)] + (shuffled ? 3 : 0);
+  }
+  MPI_Datatype type = MPI_INT;
+  if (strided) {
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &type);
+    MPI_Type_commit(&type);
+  }
+  const int k = strided ? 2 : 1;  // ints per element of the type
+  const size_t total = size_t(at + 1) * size_t(k);
+  const int mine = counts[size_t(rank)];
+  std::vector<int> send(size_t(mine) * size_t(k)), want(total, -5), got(total, -5);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = (i % size_t(k)) ? -9 : value<int>(rank, i);
+  MPI_Allgatherv(send.data(), mine, type, want.data(), counts.data(), displs.data(), type, MPI_COMM_WORLD);
+  std::vector<size_t> c(counts.begin(), counts.end()), d(displs.begin(), displs.end());
+  int rc;
+  if (in_place) {
+    for (size_t i = 0; i < send.size(); i += size_t(k))  // the type map's ints only: the gaps keep -5
+      got[size_t(displs[size_t(rank)]) * size_t(k) + i] = send[i];
+    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " layout " + std::to_string(layout) +
+                          (shuffled ? " shuffled" : "") + (strided ? " strided" : "") + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(rc) + " " + bcc_last_error());
+  else if (got != want) fail(tag + ": differs from MPI_Allgatherv");
+  if (strided) MPI_Type_free(&type);
 }
 
 /// A barrier against its definition: no rank leaves before every rank has entered. Every
@@ -707,6 +769,12 @@ int run_check() {
         for (size_t n : {size_t(1), size_t(5), size_t(3 * size + 1)}) noncommutative_scan_case(e, exclusive, mat, matop, n);
     }
   for (const auto& e : kBarrier) barrier_case(e);
+  if (!persistent && !nonblocking)  // the irregular forms have neither
+    for (const VEntry& e : kAllgatherv)
+      for (int layout = 0; layout < 4; ++layout)
+        for (bool shuffled : {false, true})
+          for (bool strided : {false, true})
+            for (bool ip : {false, true}) allgatherv_case(e, layout, shuffled, strided, ip);
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);

@@ -569,6 +569,63 @@ class BasicContext {
     announce();
     return MPI_SUCCESS;
   }
+  /// Allgatherv (MPI_Allgatherv, with size_t counts and displacements): rank i's sendbuf
+  /// (sendcount x sendtype, or MPI_IN_PLACE: already at displs[i] of recvbuf) ends in every
+  /// rank's recvbuf at displs[i] (in extents of recvtype), recvcounts[i] elements of
+  /// recvtype. Block i of the schedule is rank i's data, recvcounts[i] x the type size
+  /// bytes: only schedules whose messages keep every block's index (VerifyResult::
+  /// keeps_blocks) get this form. The blocks are worked on in rank order, in recvbuf itself
+  /// when recvtype is contiguous and the displacements are the counts' prefix sums, else in
+  /// internal memory copied (unpacked) to the displacements at the end. Counts may be zero
+  /// and uneven, displacements out of rank order with gaps (they must not overlap). No
+  /// persistent plan: the rounds are built every call (the block sizes are not in PlanKey).
+  int begin_allgatherv(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                       const size_t* recvcounts, const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm) {
+    kind_ = Collective::allgather;
+    TypeShape rs, ss;
+    int rc = begin_blocks(0, recvtype, rs, comm, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    no_plans_ = true;
+    if (!recvcounts || !displs)
+      return fail(MPI_ERR_ARG, "the %s array is NULL", recvcounts ? "displacement" : "receive count");
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    voff_.assign(size_t(size_) + 1, 0);
+    bool direct = rs.contiguous;  // the blocks already lie in rank order in recvbuf
+    for (int64_t b = 0; b < size_; ++b) {
+      if ((rc = check_count(recvcounts[b], rs, 1)) != MPI_SUCCESS) return rc;
+      const uint64_t bytes = uint64_t(recvcounts[b]) * uint64_t(rs.size);
+      if ((rc = check_buffer(recvbuf, recvcounts[b], rs, "receive buffer")) != MPI_SUCCESS) return rc;
+      direct &= recvcounts[b] == 0 || uint64_t(displs[b]) * uint64_t(rs.extent) == voff_[size_t(b)];
+      voff_[size_t(b) + 1] = voff_[size_t(b)] + bytes;
+    }
+    count_ = voff_.back();
+    if (sendbuf != MPI_IN_PLACE) {
+      if ((rc = shape_of(sendtype, ss)) != MPI_SUCCESS) return rc;
+      if ((rc = check_count(sendcount, ss, 1)) != MPI_SUCCESS) return rc;
+      if (uint64_t(sendcount) * uint64_t(ss.size) != uint64_t(recvcounts[rank_]) * uint64_t(rs.size))
+        return fail(error_code(MPI_ERR_TRUNCATE, kTruncate), "the send buffer holds %llu bytes, recvcounts[%lld] %llu",
+                    (unsigned long long)(uint64_t(sendcount) * uint64_t(ss.size)), (long long)rank_,
+                    (unsigned long long)(uint64_t(recvcounts[rank_]) * uint64_t(rs.size)));
+      if ((rc = check_buffer(sendbuf, sendcount, ss, "send buffer")) != MPI_SUCCESS) return rc;
+    }
+    if ((rc = working_blocks(direct ? recvbuf : nullptr)) != MPI_SUCCESS) return rc;
+    char* home = static_cast<char*>(buf_) + voff_[size_t(rank_)];
+    char* user = static_cast<char*>(recvbuf) + MPI_Aint(displs[rank_]) * rs.extent;
+    if (sendbuf != MPI_IN_PLACE)
+      rc = copy_in(sendbuf, sendcount, sendtype, ss, home);
+    else if (!direct)
+      rc = copy_in(user, recvcounts[rank_], recvtype, rs, home);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!direct) {
+      vout_ = recvbuf;
+      vcounts_ = recvcounts;
+      vdispls_ = displs;
+      unpack_type_ = recvtype;
+      unpack_shape_ = rs;
+    }
+    announce();
+    return MPI_SUCCESS;
+  }
   /// Gather to root: block i of root's recvbuf (p blocks of recvcount x recvtype) receives
   /// rank i's sendbuf; MPI_IN_PLACE as root's sendbuf. Non-root ranks use internal memory
   /// of p blocks. Root and non-root may use different types of equal signature size.
@@ -754,6 +811,10 @@ class BasicContext {
   /// and finish() stores them in `cache` if it succeeds. Call after begin_*, when the
   /// call is not finished().
   int plan(PlanCache& function_cache) {
+    if (no_plans_) {  // the irregular forms: the body builds and runs the rounds every call
+      pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);
+      return MPI_SUCCESS;
+    }
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
     const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
                     elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
@@ -840,6 +901,18 @@ class BasicContext {
     if (dry_) return fail_domain();
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
+    if (vout_)  // irregular: block b from its place in rank order to displs[b]
+      for (int64_t b = 0; b < size_; ++b) {
+        const size_t n = vcounts_[b];
+        if (n == 0) continue;
+        const char* from = static_cast<const char*>(buf_) + voff_[size_t(b)];
+        char* to = static_cast<char*>(vout_) + MPI_Aint(vdispls_[b]) * unpack_shape_.extent;
+        if (unpack_shape_.contiguous) {
+          std::memcpy(to, from, n * uint64_t(unpack_shape_.size));
+        } else if (const int rc = unpack_elements(from, n, unpack_type_, unpack_shape_, to, comm_); rc != MPI_SUCCESS) {
+          return rc;
+        }
+      }
     if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
@@ -1399,8 +1472,10 @@ class BasicContext {
     const uint64_t B = uint64_t(geometry_blocks());
     uint32_t n = 0;
     for (const BlockSet::Range& rg : set.ranges()) {
-      const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
-      const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
+      // Irregular blocks (voff_): block b is [voff_[b], voff_[b + 1]); the verifier's
+      // keeps_blocks rules out scratch buffers and permutations there.
+      const uint64_t off = voff_.empty() ? buffer_block_begin(count_, B, uint64_t(rg.first)) : voff_[size_t(rg.first)];
+      const uint64_t cnt = (voff_.empty() ? buffer_block_begin(count_, B, uint64_t(rg.second)) : voff_[size_t(rg.second)]) - off;
       if (cnt > 0) out.push_back({off, cnt}), ++n;
     }
     return n;
@@ -1638,6 +1713,11 @@ class BasicContext {
   bool blocks_set_ = false;
   bool blocked_ = false;      ///< rank-indexed blocks: p blocks of block_elems_ elements
   uint64_t block_elems_ = 0;
+  bool no_plans_ = false;          ///< an irregular form: no persistent plan (plan())
+  std::vector<uint64_t> voff_;     ///< irregular: block b is bytes [voff_[b], voff_[b + 1]) of the working buffer
+  void* vout_ = nullptr;           ///< irregular: recvbuf, when the blocks go to displacements at the end
+  const size_t* vcounts_ = nullptr;
+  const size_t* vdispls_ = nullptr;
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
