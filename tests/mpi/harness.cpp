@@ -577,6 +577,19 @@ int run_trace(const std::string& dir) {
 
 }  // namespace
 
+/// regions-refused TEXT: under a region layout the locality-aware Bruck allgather cannot
+/// run (unequal regions, a bad BINE_REGIONS), it must fail on every rank with
+/// MPI_ERR_OTHER and an error text that contains TEXT (docs/topology.md).
+int run_regions_refused(const std::string& text) {
+  std::vector<int> in(1, rank), out(size_t(size), -1);
+  const int rc = bcc_locality_aware_bruck_allgather(in.data(), 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const std::string err = bcc_last_error();
+  if (rc != MPI_ERR_OTHER) fail("regions-refused: returned " + std::to_string(rc) + ", expected MPI_ERR_OTHER");
+  if (err.find(text) == std::string::npos) fail("regions-refused: error text '" + err + "' lacks '" + text + "'");
+  if (rank == 0 && failures == 0) std::printf("p=%d: refused as expected: %s\n", size, err.c_str());
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -603,7 +616,8 @@ int main(int argc, char** argv) {
     rc = run_check();
   }
   else if (mode == "trace" && argc > 2) rc = run_trace(argv[2]);
-  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | trace DIR\n");
+  else if (mode == "regions-refused" && argc > 2) rc = run_regions_refused(argv[2]);
+  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | trace DIR | regions-refused TEXT\n");
   MPI_Finalize();
   return rc;
 }
