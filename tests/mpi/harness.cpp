@@ -581,8 +581,15 @@ int run_trace(const std::string& dir) {
 /// run (unequal regions, a bad BINE_REGIONS), it must fail on every rank with
 /// MPI_ERR_OTHER and an error text that contains TEXT (docs/topology.md).
 int run_regions_refused(const std::string& text) {
+  const auto e = std::find_if(kAllgather.begin(), kAllgather.end(), [](const Entry<AllgatherFn>& x) {
+    return std::string(x.name) == "bcc_locality_aware_bruck_allgather";
+  });
+  if (e == kAllgather.end()) {
+    fail("regions-refused: this header has no bcc_locality_aware_bruck_allgather");
+    return 1;
+  }
   std::vector<int> in(1, rank), out(size_t(size), -1);
-  const int rc = bcc_locality_aware_bruck_allgather(in.data(), 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const int rc = e->fn(in.data(), 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
   const std::string err = bcc_last_error();
   if (rc != MPI_ERR_OTHER) fail("regions-refused: returned " + std::to_string(rc) + ", expected MPI_ERR_OTHER");
   if (err.find(text) == std::string::npos) fail("regions-refused: error text '" + err + "' lacks '" + text + "'");
