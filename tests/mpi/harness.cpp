@@ -578,8 +578,8 @@ int run_trace(const std::string& dir) {
 }  // namespace
 
 /// regions-refused TEXT: under a region layout the locality-aware Bruck allgather cannot
-/// run (unequal regions, a bad BINE_REGIONS), it must fail on every rank with
-/// MPI_ERR_OTHER and an error text that contains TEXT (docs/topology.md).
+/// run (a bad BINE_REGIONS), it must fail on every rank with MPI_ERR_OTHER and an error
+/// text that contains TEXT (docs/topology.md).
 int run_regions_refused(const std::string& text) {
   const auto e = std::find_if(kAllgather.begin(), kAllgather.end(), [](const Entry<AllgatherFn>& x) {
     return std::string(x.name) == "bcc_locality_aware_bruck_allgather";
