@@ -231,42 +231,41 @@ TEST_CASE("[LB] at most ceil(log_w r) non-local messages per rank, any number an
   }
 }
 
+/// Proves locality_aware_bruck_allgather for p = lo..hi under the layout `spec`; the
+/// number of instances proved (every p applies).
+int64_t prove(const std::string& spec, int64_t lo, int64_t hi) {
+  RegionsScope scope(spec);
+  CheckOptions opt;
+  opt.p_lo = lo;
+  opt.p_hi = hi;
+  DiagnosticSink diags;
+  const CheckReport rep = check_schedule(library(), sched("locality_aware_bruck_allgather"), opt, diags);
+  INFO("p=" << lo << ".." << hi << " --regions " << spec);
+  CHECK(rep.ok);
+  CHECK(rep.instances == hi - lo + 1);
+  return rep.instances;
+}
+/// The map: spec of the labels label(0), ..., label(p - 1).
+template <class F>
+std::string map_spec(int64_t p, F label) {
+  std::string spec = "map:";
+  for (int64_t x = 0; x < p; ++x) spec += (x ? "," : "") + std::to_string(label(x));
+  return spec;
+}
+
 TEST_CASE("[LB] locality_aware_bruck_allgather verified for every layout in a range") {
   // Every p <= 64 with K consecutive ranks per region (the last one smaller when K does
   // not divide p) and with K round-robin regions, for every K; shuffled non-contiguous
   // equal regions; pseudo-random unequal layouts.
-  const Program& lib = library();
-  const ScheduleDecl& d = sched("locality_aware_bruck_allgather");
-  CheckOptions opt;
-  opt.p_lo = 1;
-  opt.p_hi = 64;
   int64_t proved = 0;
-  for (int64_t k = 1; k <= 64; ++k)
-    for (const std::string& spec : {std::to_string(k), "rr:" + std::to_string(k)}) {
-      RegionsScope scope(spec);
-      DiagnosticSink diags;
-      const CheckReport rep = check_schedule(lib, d, opt, diags);
-      INFO("--regions " << spec);
-      REQUIRE(rep.ok);
-      CHECK(rep.instances == 64);
-      proved += rep.instances;
-    }
-  // Shuffled equal regions: rank x in region (x * 7 + 3) mod p mod n (7 coprime to p).
-  for (int64_t p : {6, 12, 16, 20, 24, 30, 36, 48, 60}) {
-    for (int64_t n = 1; n <= p; ++n) {
-      if (p % n != 0) continue;
-      std::string spec = "map:";
-      for (int64_t x = 0; x < p; ++x) spec += (x ? "," : "") + std::to_string((x * 7 + 3) % p % n);
-      RegionsScope scope(spec);
-      opt.p_lo = opt.p_hi = p;
-      DiagnosticSink diags;
-      const CheckReport rep = check_schedule(lib, d, opt, diags);
-      INFO("p=" << p << " --regions " << spec);
-      CHECK(rep.ok);
-      CHECK(rep.instances == 1);
-      proved += rep.instances;
-    }
+  for (int64_t k = 1; k <= 64; ++k) {
+    proved += prove(std::to_string(k), 1, 64);
+    proved += prove("rr:" + std::to_string(k), 1, 64);
   }
+  // Shuffled equal regions: rank x in region (x * 7 + 3) mod p mod n (7 coprime to p).
+  for (int64_t p : {6, 12, 16, 20, 24, 30, 36, 48, 60})
+    for (int64_t n = 1; n <= p; ++n)
+      if (p % n == 0) proved += prove(map_spec(p, [&](int64_t x) { return (x * 7 + 3) % p % n; }), p, p);
   // Unequal regions: labels from a linear congruential sequence, 1 .. p/2 + 1 labels.
   uint64_t seed = 12345;
   auto next = [&seed](uint64_t mod) {
@@ -274,18 +273,9 @@ TEST_CASE("[LB] locality_aware_bruck_allgather verified for every layout in a ra
     return int64_t((seed >> 33) % mod);
   };
   for (int64_t p = 2; p <= 40; ++p)
-    for (int rep_i = 0; rep_i < 6; ++rep_i) {
-      const int64_t labels = 1 + next(uint64_t(p / 2 + 1));
-      std::string spec = "map:";
-      for (int64_t x = 0; x < p; ++x) spec += (x ? "," : "") + std::to_string(next(uint64_t(labels)));
-      RegionsScope scope(spec);
-      opt.p_lo = opt.p_hi = p;
-      DiagnosticSink diags;
-      const CheckReport rep = check_schedule(lib, d, opt, diags);
-      INFO("p=" << p << " --regions " << spec);
-      CHECK(rep.ok);
-      CHECK(rep.instances == 1);
-      proved += rep.instances;
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t labels = 1 + uint64_t(next(uint64_t(p / 2 + 1)));
+      proved += prove(map_spec(p, [&](int64_t) { return next(labels); }), p, p);
     }
   MESSAGE(proved << " instances proved");
 }
