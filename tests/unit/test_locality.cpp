@@ -255,12 +255,13 @@ std::string map_spec(int64_t p, F label) {
 
 TEST_CASE("[LB] locality_aware_bruck_allgather verified for every layout in a range") {
   // Every p <= 64 with K consecutive ranks per region (the last one smaller when K does
-  // not divide p) and with K round-robin regions, for every K; shuffled non-contiguous
-  // equal regions; pseudo-random unequal layouts.
+  // not divide p) and with K round-robin regions, for every K <= p (K > p is the layout
+  // of K = p: one region, p regions of one rank); shuffled non-contiguous equal regions;
+  // pseudo-random unequal layouts.
   int64_t proved = 0;
   for (int64_t k = 1; k <= 64; ++k) {
-    proved += prove(std::to_string(k), 1, 64);
-    proved += prove("rr:" + std::to_string(k), 1, 64);
+    proved += prove(std::to_string(k), k, 64);
+    proved += prove("rr:" + std::to_string(k), k, 64);
   }
   // Shuffled equal regions: rank x in region (x * 7 + 3) mod p mod n (7 coprime to p).
   for (int64_t p : {6, 12, 16, 20, 24, 30, 36, 48, 60})
