@@ -29,6 +29,11 @@ const std::vector<BuiltinFn>& builtin_fns() {
       {"contains", {T::set, T::integer}, T::boolean, "bine::set_contains", "block i is in the set"},
       {"buf", {T::integer, T::set}, T::set, "cx.buf", "blocks S of buffer j (0: the vector, 1..K: `scratch K` buffers)"},
       {"bufs", {T::integer, T::integer, T::set}, T::set, "cx.bufs", "blocks S of buffers a .. b-1 (0 <= a <= b <= K + 1)"},
+      {"regions", {}, T::integer, "bine::regions", "number of regions of locality (docs/topology.md)"},
+      {"region", {T::integer}, T::integer, "bine::region", "region of rank q (regions numbered by their lowest rank)"},
+      {"local_rank", {T::integer}, T::integer, "bine::local_rank", "index of rank q within its region, in rank order"},
+      {"region_size", {T::integer}, T::integer, "bine::region_size", "number of ranks of region g (g modulo regions())"},
+      {"region_rank", {T::integer, T::integer}, T::integer, "bine::region_rank", "the rank with local index i in region g"},
   };
   return t;
 }

@@ -1,6 +1,7 @@
 // bine-cc: the command line. Thin: every command is a library call (check.h, instantiate.h,
 // emit_mpi.h) that the tests also use.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "bine/builtins.hpp"
 #include "check.h"
 #include "cost.h"
 #include "draw.h"
@@ -29,7 +31,15 @@ struct Common {
   std::vector<std::string> files;
   std::string format = "text";
   std::vector<std::string> only;
+  std::string regions;  ///< --regions SPEC: the layout of the region built-ins (docs/topology.md)
 };
+
+/// The --regions spec of ranks placed by `region` ([rank] region id, e.g. a machine's nodes).
+std::string region_map_spec(const std::vector<int64_t>& region) {
+  std::string s = "map:";
+  for (size_t i = 0; i < region.size(); ++i) s += (i ? "," : "") + std::to_string(region[i]);
+  return s;
+}
 
 void print_diags(const DiagnosticSink& d, const std::string& format) {
   if (format == "json") {
@@ -419,6 +429,9 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
     std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
     return 2;
   }
+  // The region built-ins see the regions the cost model prices, unless --regions says otherwise.
+  if (c.regions.empty() && o.params.ppn > 0) region_spec() = std::to_string(o.params.ppn);
+  if (c.regions.empty() && !o.params.region.empty()) region_spec() = region_map_spec(o.params.region);
   if (!alpha_local_set) o.params.alpha_local = o.params.alpha;
   if (!beta_local_set) o.params.beta_local = o.params.beta;
   DiagnosticSink diags;
@@ -461,6 +474,12 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
       report_error(c.format, err);
       return 2;
     }
+  }
+  // Without --regions the region built-ins see the nodes of the first machine.
+  if (c.regions.empty() && !maps.empty()) {
+    std::vector<int64_t> node;
+    for (const Location& l : maps[0].loc) node.push_back(l.node);
+    region_spec() = region_map_spec(node);
   }
   DiagnosticSink diags;
   Program prog;
@@ -560,6 +579,9 @@ int main(int argc, char** argv) {
     sc->add_option("--schedule", common.only, "only these schedules (repeatable)");
     sc->add_option("--diagnostics-format", common.format, "text (clang style) or json")
         ->check(CLI::IsMember({"text", "json"}));
+    sc->add_option("--regions", common.regions,
+                   "region layout of the region built-ins (docs/topology.md): K (ranks per region), rr:N, "
+                   "map:L0,L1,..., one (default; cost and traffic: the nodes of --ppn/--machine)");
   };
 
   std::string ranks = "1..64";
@@ -714,6 +736,17 @@ int main(int argc, char** argv) {
     std::cerr << "bine-cc: error: --all-roots-up-to must be 0 or more (0: roots 0, 1, p/2, p-1 at every p), got "
               << all_roots_up_to << "\n";
     return 2;
+  }
+  if (!common.regions.empty()) {
+    const std::string& spec = common.regions;
+    std::vector<int64_t> labels;
+    std::string err;
+    const int64_t n = spec.rfind("map:", 0) == 0 ? int64_t(std::count(spec.begin(), spec.end(), ',')) + 1 : 1;
+    if (!region_labels(spec, n, labels, err)) {
+      std::cerr << "bine-cc: error: --regions: " << err << "\n";
+      return 2;
+    }
+    region_spec() = spec;
   }
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);

@@ -488,7 +488,7 @@ class RankRun {
     const BuiltinId id = BuiltinId(e.builtin);
     if (id == BuiltinId::size) return set_size(eval_set(*e.kids[0], at));
     if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
-    const int64_t a = int_expr(*e.kids[0], at);
+    const int64_t a = e.kids.empty() ? 0 : int_expr(*e.kids[0], at);  // regions() has none
     const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
     switch (id) {
       case BuiltinId::log2: return bine::log2(a);
@@ -509,6 +509,11 @@ class RankRun {
       case BuiltinId::from_nb: return from_nb(a);
       case BuiltinId::rho: return rho(a);
       case BuiltinId::nu: return nu(a, b);
+      case BuiltinId::regions: return bine::regions();
+      case BuiltinId::region: return bine::region(a);
+      case BuiltinId::local_rank: return bine::local_rank(a);
+      case BuiltinId::region_size: return bine::region_size(a);
+      case BuiltinId::region_rank: return bine::region_rank(a, b);
       case BuiltinId::size:
       case BuiltinId::contains:
       case BuiltinId::buf:
@@ -662,6 +667,7 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
 InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedule& out, DiagnosticSink& diags,
                        std::string* unmet) {
   (void)take_domain_error();
+  bind_regions(req.p);  // the layout of --regions (region_spec()) for the region built-ins
   const ScheduleDecl& decl = *rp.decl;
   out = Schedule{};
   out.name = decl.name;

@@ -210,7 +210,10 @@ class Emitter {
     o << ind << "const bool commutative = cx.commutative();\n";
     o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
     // Top-level fns first: params may call them (they cannot see params).
-    const std::vector<bool> used = used_top_fns();
+    bool reads_regions = false;
+    const std::vector<bool> used = used_top_fns(&reads_regions);
+    if (reads_regions)  // region built-ins: the layout of the communicator (bine/mpi_regions.hpp)
+      o << ind << "if ((rc = bine::mpi::bind_regions(cx)) != MPI_SUCCESS) return rc;\n";
     for (size_t i = 0; i < rp_.program->fns.size(); ++i)
       if (used[i]) fn(rp_.program->fns[i], ind);
     for (const Binding& b : rp_.params)
@@ -387,7 +390,7 @@ class Emitter {
   }
   /// Top-level fns the program calls, directly, through local fns, through inlined uses, or
   /// through other fns (only those are emitted).
-  std::vector<bool> used_top_fns() const {
+  std::vector<bool> used_top_fns(bool* reads_regions = nullptr) const {
     const std::vector<FnDecl>& top = rp_.program->fns;
     std::vector<bool> used(top.size(), false);
     std::vector<const Expr*> work;
@@ -411,6 +414,7 @@ class Emitter {
       const Expr* e = work.back();
       work.pop_back();
       if (!e) continue;
+      if (reads_regions && e->kind == ExprKind::call && builtin_reads_regions(e->builtin)) *reads_regions = true;
       if (e->kind == ExprKind::call && e->builtin < 0 && e->fn <= -2 && !used[size_t(-2 - e->fn)]) {
         used[size_t(-2 - e->fn)] = true;
         work.push_back(top[size_t(-2 - e->fn)].body.get());

@@ -181,6 +181,27 @@ def main():
          ["cost", "dsl/lib/mpich_allgather.bine", "--schedule", "bruck_allgather", "-p", "16", "--bytes", "16",
           "--elem-size", "1", "--alpha", "1", "--beta", "1", "--gamma", "0", "--machine", "ppn=4", "--alpha-local", "0",
           "--beta-local", "0"], 0, out=r"makespan = 4 alpha \+ 15 beta")
+    # Regions (docs/topology.md, "Regions in schedules"): the locality-aware Bruck allgather
+    # on the seed's Example 2.1, its layouts, and bad --regions.
+    lab = ["dsl/lib/locality.bine", "--schedule", "locality_aware_bruck_allgather"]
+    case("traffic: locality-aware Bruck, Example 2.1 (regions from the machine)",
+         ["traffic"] + lab + ["-p", "16", "--bytes", "16", "--elem-size", "1", "--machine", "ppn=4"], 0,
+         out=r"total +240 +64 +0 +0 +48 +12")
+    case("cost --machine: locality-aware Bruck, Example 2.1 (seed Eq. 4)",
+         ["cost"] + lab + ["-p", "16", "--bytes", "16", "--elem-size", "1", "--alpha", "1", "--beta", "1", "--gamma", "0",
+                           "--machine", "ppn=4", "--alpha-local", "0", "--beta-local", "0"], 0,
+         out=r"makespan = 1 alpha \+ 4 beta \+ 4 alpha_local \+ 15 beta_local")
+    case("check --regions rr:4: round-robin regions, equal or not, verified",
+         ["check"] + lab + ["--ranks", "1..16", "--regions", "rr:4"], 0,
+         out=r"verified p=1..16, 16 instances\n")
+    case("schedule --regions map: a non-contiguous layout",
+         ["schedule"] + lab + ["-p", "4", "--regions", "map:5,9,5,9"], 0, out=r"rank 0 send \{0\} to 2")
+    case("--regions: bad spec", ["check"] + lab + ["--regions", "0"], 2,
+         err=r"--regions: region spec '0': K ranks per region needs K >= 1")
+    case("--regions: unknown form", ["schedule"] + lab + ["-p", "4", "--regions", "socket"], 2,
+         err=r"expected K \(ranks per region\), rr:N, map:L0,L1,... or one")
+    case("--regions map: p does not match", ["check"] + lab + ["--ranks", "3", "--regions", "map:1,2"], 1,
+         err=r"locality.bine:\d+:\d+: error: p=3: rank 0: out of domain: region spec 'map:1,2': 2 labels for p = 3 ranks")
     case("cost --alpha-local needs a locality", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                                  "--bytes", "64", "--alpha", "1", "--beta", "0", "--gamma", "0",
                                                  "--alpha-local", "0"], 2, err=r"need --ppn K or --machine SPEC")

@@ -905,6 +905,26 @@ int run_trace(const std::string& dir) {
 
 }  // namespace
 
+/// regions-refused TEXT: under a region layout the locality-aware Bruck allgather cannot
+/// run (a bad BINE_REGIONS), it must fail on every rank with MPI_ERR_OTHER and an error
+/// text that contains TEXT (docs/topology.md).
+int run_regions_refused(const std::string& text) {
+  const auto e = std::find_if(kAllgather.begin(), kAllgather.end(), [](const Entry<AllgatherFn>& x) {
+    return std::string(x.name) == "bcc_locality_aware_bruck_allgather";
+  });
+  if (e == kAllgather.end()) {
+    fail("regions-refused: this header has no bcc_locality_aware_bruck_allgather");
+    return 1;
+  }
+  std::vector<int> in(1, rank), out(size_t(size), -1);
+  const int rc = e->fn(in.data(), 1, MPI_INT, out.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const std::string err = bcc_last_error();
+  if (rc != MPI_ERR_OTHER) fail("regions-refused: returned " + std::to_string(rc) + ", expected MPI_ERR_OTHER");
+  if (err.find(text) == std::string::npos) fail("regions-refused: error text '" + err + "' lacks '" + text + "'");
+  if (rank == 0 && failures == 0) std::printf("p=%d: refused as expected: %s\n", size, err.c_str());
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -915,6 +935,11 @@ int main(int argc, char** argv) {
   // (The error-path cases, which expect MPI_ERR_OP / MPI_ERR_TYPE, are skipped there.)
   if (mode != "check-fatal") MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   fatal_handler = mode == "check-fatal";
+  if (mode == "regions-refused" && argc > 2) {  // regions-refused TEXT (docs/topology.md)
+    const int refused_rc = run_regions_refused(argv[2]);
+    MPI_Finalize();
+    return refused_rc;
+  }
   int rc = 2;
   if (mode == "check" || mode == "check-fatal") rc = run_check();
   else if (mode == "check-twice") {

@@ -7,7 +7,9 @@
 #   4. segmentation: the whole library with BINE_SEGMENT_BYTES=12 (every message in pieces
 #      of 12 bytes, reducing receives reduced piece by piece where the runtime allows it)
 #      against Open MPI and translation-validated, and the `segment` clauses of
-#      tests/schedules/segmented.bine (HARNESS_SEGMENTED) against Open MPI and validated.
+#      tests/schedules/segmented.bine (HARNESS_SEGMENTED) against Open MPI and validated;
+#   5. region layouts given by BINE_REGIONS (the locality-aware Bruck allgather), against
+#      Open MPI and translation-validated, and a bad BINE_REGIONS refused.
 # usage: run_e2e.sh HARNESS HARNESS_CHUNKED BINE_CC SOURCE_DIR HARNESS_SEGMENTED
 set -euo pipefail
 harness=$1 chunked=$2 bine_cc=$3 src=$4 segmented=$5
@@ -86,6 +88,25 @@ for rec in recs:
                 json.dump(recs, open(sys.argv[1], "w"))
                 sys.exit(0)
 PY
+# Region layouts (the locality-aware Bruck allgather, docs/topology.md). mpirun on one host
+# puts every rank on one node: the runs above are one region, from MPI_Comm_split_type.
+# BINE_REGIONS gives other layouts (consecutive, round-robin, non-contiguous, unequal): the whole
+# library against Open MPI, and translation validation against bine-cc schedule --regions.
+for case in 4:2 8:rr:2 8:4 8:3 9:3 12:3 16:4 6:map:0,1,1,2,0,2 7:map:0,1,0,1,2,2,2; do
+  p=${case%%:*} spec=${case#*:}
+  echo -n "regions (BINE_REGIONS=$spec) "
+  BINE_REGIONS=$spec timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
+done
+for case in 8:rr:2 16:4 6:map:0,1,1,2,0,2 7:map:0,1,0,1,2,2,2; do
+  p=${case%%:*} spec=${case#*:}
+  mkdir -p "$tmp/regions$p"
+  BINE_REGIONS=$spec timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" trace "$tmp/regions$p" || status=1
+  echo -n "regions (BINE_REGIONS=$spec) "
+  BINE_REGIONS=$spec python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/regions$p" "$p" "${libs[@]}" || status=1
+done
+# A bad layout: refused on every rank with the reason.
+BINE_REGIONS=map:0,1 timeout 300 mpirun "${mpirun_args[@]}" -np 8 "$harness" regions-refused \
+  "BINE_REGIONS: region spec 'map:0,1': 2 labels for p = 8 ranks" || status=1
 if python3 "$src/tests/mpi/validate_traces.py" "$bine_cc" "$tmp/4" 4 "${libs[@]}" > "$tmp/tamper.log"; then
   echo "FAIL: translation validation accepted a tampered trace"; status=1
 else

@@ -13,6 +13,7 @@ a reducing receive whose blocks no send and no other receive of the round touche
 reduced piece by piece (one reduction per piece and range), the others per range.
 """
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -152,8 +153,12 @@ def main():
             name = rec["function"][len("bcc_"):]
             key = (name, rec["root"])
             if key not in cache:
+                # The region layout generated code ran with (BINE_REGIONS, docs/topology.md);
+                # unset or "node": mpirun on one host, every rank on one node (one region).
+                regions = os.environ.get("BINE_REGIONS", "")
+                extra = ["--regions", regions] if regions not in ("", "node") else []
                 res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p),
-                                      "--root", str(rec["root"]), "--json"], capture_output=True, text=True)
+                                      "--root", str(rec["root"]), "--json", *extra], capture_output=True, text=True)
                 if res.returncode != 0 and "does not apply" in res.stderr:
                     cache[key] = "not applicable"
                 elif res.returncode != 0:

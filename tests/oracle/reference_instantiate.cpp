@@ -460,7 +460,7 @@ class RankRun {
     const BuiltinId id = BuiltinId(e.builtin);
     if (id == BuiltinId::size) return set_size(eval_set(*e.kids[0], at));
     if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
-    const int64_t a = int_expr(*e.kids[0], at);
+    const int64_t a = e.kids.empty() ? 0 : int_expr(*e.kids[0], at);  // regions() has none
     const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
     switch (id) {
       case BuiltinId::log2: return bine::log2(a);
@@ -481,6 +481,11 @@ class RankRun {
       case BuiltinId::from_nb: return from_nb(a);
       case BuiltinId::rho: return rho(a);
       case BuiltinId::nu: return nu(a, b);
+      case BuiltinId::regions: return bine::regions();
+      case BuiltinId::region: return bine::region(a);
+      case BuiltinId::local_rank: return bine::local_rank(a);
+      case BuiltinId::region_size: return bine::region_size(a);
+      case BuiltinId::region_rank: return bine::region_rank(a, b);
       case BuiltinId::size:
       case BuiltinId::contains:
       case BuiltinId::buf:
@@ -836,6 +841,7 @@ InstStatus build_ring(const ScheduleDecl& decl, const FoldMap& fm, std::vector<R
 InstStatus reference_instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
                        Schedule& out, DiagnosticSink& diags, std::string* unmet) {
   (void)take_domain_error();
+  bind_regions(req.p);  // the layout of --regions (region_spec()) for the region built-ins
   out = Schedule{};
   out.name = decl.name;
   out.decl_span = decl.name_span;

@@ -7,8 +7,10 @@
 // behaviour. Sources: negabinary, rho and nu from the Bine trees paper, Sec. 3
 // (shared/docs/formulas.md in the design notes).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace bine {
@@ -157,6 +159,161 @@ inline int64_t nu_uncached(int64_t r, int64_t p) {
   }
   if (b < 0) return domain_error("nu: no k-digit negabinary code");
   return bitrev(b ^ (b >> 1), k);
+}
+
+// ---- regions of locality (docs/topology.md, "Regions in schedules") ----
+// A region is a group of ranks within which communication is cheap (a node, a socket:
+// the locality-aware Bruck seed, locality-aware-bruck.txt, Sec. 2.1). The layout is bound
+// per thread: by the compiler for each instance (bind_regions(p), from the --regions spec
+// in region_spec()), by generated code from the communicator (bine/mpi_regions.hpp).
+// Regions are numbered in the order of their lowest rank (region(0) = 0); the ranks of a
+// region are numbered 0, 1, ... in rank order (local_rank).
+struct RegionLayout {
+  int64_t p = 0;                   ///< ranks covered; 0: nothing bound
+  std::string spec;                ///< the spec it was built from (compiler cache key)
+  std::string error;               ///< set: no layout for this p (a domain error of the built-ins)
+  std::vector<int64_t> region_of;  ///< [rank] region
+  std::vector<int64_t> local_of;   ///< [rank] index within its region
+  std::vector<int64_t> start;      ///< members of region g: members[start[g] .. start[g + 1])
+  std::vector<int64_t> members;    ///< ranks, grouped by region, in rank order
+};
+inline RegionLayout& region_layout() {
+  thread_local RegionLayout l;
+  return l;
+}
+/// Binds the layout of the ranks 0..labels.size()-1: equal labels, one region.
+inline void set_region_labels(const std::vector<int64_t>& labels) {
+  RegionLayout& l = region_layout();
+  const size_t p = labels.size();
+  l.p = int64_t(p);
+  l.spec = "(labels)";  // not a spec: bind_regions() rebuilds from region_spec()
+  l.error.clear();
+  l.region_of.assign(p, -1);
+  l.local_of.assign(p, 0);
+  std::vector<int64_t> first;  // first rank of each region, in region order
+  for (size_t x = 0; x < p; ++x) {
+    if (l.region_of[x] >= 0) continue;
+    const int64_t g = int64_t(first.size());
+    first.push_back(int64_t(x));
+    for (size_t y = x; y < p; ++y)
+      if (labels[y] == labels[x]) l.region_of[y] = g;
+  }
+  l.start.assign(first.size() + 1, 0);
+  for (size_t x = 0; x < p; ++x) ++l.start[size_t(l.region_of[x]) + 1];
+  for (size_t g = 0; g < first.size(); ++g) l.start[g + 1] += l.start[g];
+  l.members.assign(p, 0);
+  std::vector<int64_t> fill(l.start.begin(), l.start.end() - 1);
+  for (size_t x = 0; x < p; ++x) {
+    const size_t g = size_t(l.region_of[x]);
+    l.local_of[x] = fill[g] - l.start[g];
+    l.members[size_t(fill[g]++)] = int64_t(x);
+  }
+}
+/// The region label of every rank of p from a spec (docs/topology.md): "" or "one" (one
+/// region), "K" (K consecutive ranks per region, the last one smaller when K does not
+/// divide p), "rr:N" (N regions, rank r in region r mod N), "map:L0,L1,..." (the label of
+/// every rank, p non-negative integers). False with `err` on a bad spec.
+inline bool region_labels(const std::string& spec, int64_t p, std::vector<int64_t>& labels, std::string& err) {
+  labels.assign(size_t(p < 0 ? 0 : p), 0);
+  auto number = [](const std::string& s, int64_t& v) {
+    if (s.empty() || s.size() > 12) return false;
+    v = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    return true;
+  };
+  const std::string what = "region spec '" + spec + "'";
+  int64_t k = 0;
+  if (spec.empty() || spec == "one") return true;
+  if (number(spec, k)) {
+    if (k < 1) return err = what + ": K ranks per region needs K >= 1", false;
+    for (int64_t x = 0; x < p; ++x) labels[size_t(x)] = x / k;
+    return true;
+  }
+  if (spec.rfind("rr:", 0) == 0) {
+    if (!number(spec.substr(3), k) || k < 1) return err = what + ": expected rr:N with N >= 1 regions", false;
+    for (int64_t x = 0; x < p; ++x) labels[size_t(x)] = x % k;
+    return true;
+  }
+  if (spec.rfind("map:", 0) == 0) {
+    std::vector<int64_t> out;
+    const std::string list = spec.substr(4);
+    size_t at = 0;
+    while (at <= list.size()) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      int64_t v = 0;
+      if (!number(list.substr(at, comma - at), v))
+        return err = what + ": label " + std::to_string(out.size()) + " is not a non-negative integer", false;
+      out.push_back(v);
+      at = comma + 1;
+    }
+    if (int64_t(out.size()) != p)
+      return err = what + ": " + std::to_string(out.size()) + " labels for p = " + std::to_string(p) + " ranks", false;
+    labels = out;
+    return true;
+  }
+  return err = what + ": expected K (ranks per region), rr:N, map:L0,L1,... or one", false;
+}
+/// The compiler's layout spec (bine-cc --regions), process-wide; set before instantiating.
+inline std::string& region_spec() {
+  static std::string spec;
+  return spec;
+}
+/// Binds the layout of region_spec() for p ranks on this thread (cached); a bad spec binds
+/// an error that the region built-ins raise as a domain error.
+inline void bind_regions(int64_t p) {
+  RegionLayout& l = region_layout();
+  if (l.p == p && l.spec == region_spec()) return;
+  std::vector<int64_t> labels;
+  std::string err;
+  if (region_labels(region_spec(), p, labels, err)) {
+    set_region_labels(labels);
+  } else {
+    l = RegionLayout{};
+    l.p = p;
+    l.error = err;
+  }
+  l.spec = region_spec();
+}
+/// The bound layout, or nullptr after raising a domain error.
+inline const RegionLayout* bound_regions() {
+  const RegionLayout& l = region_layout();
+  if (!l.error.empty()) return domain_error(l.error.c_str()), nullptr;
+  if (l.p < 1) return domain_error("no region layout is bound"), nullptr;
+  return &l;
+}
+/// Number of regions.
+inline int64_t regions() {
+  const RegionLayout* l = bound_regions();
+  return l ? int64_t(l->start.size()) - 1 : 0;
+}
+/// Region of rank q (q taken modulo p, like every rank).
+inline int64_t region(int64_t q) {
+  const RegionLayout* l = bound_regions();
+  return l ? l->region_of[size_t(mod(q, l->p))] : 0;
+}
+/// Index of rank q within its region (0 for its lowest rank).
+inline int64_t local_rank(int64_t q) {
+  const RegionLayout* l = bound_regions();
+  return l ? l->local_of[size_t(mod(q, l->p))] : 0;
+}
+/// Number of ranks of region g (g taken modulo the number of regions).
+inline int64_t region_size(int64_t g) {
+  const RegionLayout* l = bound_regions();
+  if (!l) return 0;
+  const size_t k = size_t(mod(g, int64_t(l->start.size()) - 1));
+  return l->start[k + 1] - l->start[k];
+}
+/// The rank with local index i in region g (g modulo the number of regions; i in
+/// 0 .. region_size(g) - 1).
+inline int64_t region_rank(int64_t g, int64_t i) {
+  const RegionLayout* l = bound_regions();
+  if (!l) return 0;
+  const size_t k = size_t(mod(g, int64_t(l->start.size()) - 1));
+  if (i < 0 || i >= l->start[k + 1] - l->start[k]) return domain_error("region_rank index outside the region");
+  return l->members[size_t(l->start[k] + i)];
 }
 
 }  // namespace bine

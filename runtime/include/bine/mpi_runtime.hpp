@@ -931,6 +931,8 @@ class BasicContext {
   int64_t p() const { return pipe_.p(); }
   int64_t r() const { return pipe_.r(); }
   int64_t root() const { return pipe_.root(); }
+  /// The communicator of the call (bine/mpi_regions.hpp reads its nodes).
+  MPI_Comm comm() const { return comm_; }
   /// True when the operator is commutative (the `commutative` name of the language).
   /// Queried once per call, by check_op(); true without an operator (nothing to reorder).
   bool commutative() const { return commutative_; }
@@ -1866,3 +1868,5 @@ inline void nb_test(NbCall* c, int* flag) {
 }
 
 }  // namespace bine::mpi
+
+#include "bine/mpi_regions.hpp"  // region layouts of generated code (docs/topology.md)
