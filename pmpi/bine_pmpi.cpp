@@ -476,6 +476,20 @@ int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_
   return p;
 }
 
+/// MPI_Allreduce, MPI_Scan and MPI_Exscan (one vector of `count` elements, the same
+/// arguments): the schedule of collective c from `fns`, or `fallback` (the PMPI_ function).
+int vector_reduction(Coll c, const ReduceAllFn* fns, int (*fallback)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm),
+                     const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  bool cm = true;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  const int i = decide(c, comm, p, bytes, cm, why, &pc);
+  if (i < 0) return fallback(sendbuf, recvbuf, count, datatype, op, comm);
+  return finish(comm, fns[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
 void print_report() {
   int rank = 0, p = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -535,38 +549,17 @@ int MPI_Finalize(void) {
 
 /// MPI_Allreduce through the selected schedule, or PMPI_Allreduce.
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bool cm = true;
-  MPI_Comm pc = MPI_COMM_NULL;
-  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
-  const int i = decide(kAllreduce, comm, p, bytes, cm, why, &pc);
-  if (i < 0) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  return finish(comm, kFnAllreduce[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+  return vector_reduction(kAllreduce, kFnAllreduce, PMPI_Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 /// MPI_Scan through the selected schedule, or PMPI_Scan.
 int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bool cm = true;
-  MPI_Comm pc = MPI_COMM_NULL;
-  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
-  const int i = decide(kScan, comm, p, bytes, cm, why, &pc);
-  if (i < 0) return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-  return finish(comm, kFnScan[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+  return vector_reduction(kScan, kFnScan, PMPI_Scan, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 /// MPI_Exscan through the selected schedule, or PMPI_Exscan.
 int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bool cm = true;
-  MPI_Comm pc = MPI_COMM_NULL;
-  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
-  const int i = decide(kExscan, comm, p, bytes, cm, why, &pc);
-  if (i < 0) return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
-  return finish(comm, kFnExscan[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+  return vector_reduction(kExscan, kFnExscan, PMPI_Exscan, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 /// MPI_Barrier through the selected schedule (zero-byte messages on the private

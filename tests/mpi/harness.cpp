@@ -614,33 +614,25 @@ int run_overlap() {
   size_t k = 0;
   bcc_request barrier_rq = nullptr;
   const size_t barrier_at = calls.size() / 2;
-  auto start_barrier = [&] {
-    if (!kBarrier.empty() && kBarrier.front().nb(MPI_COMM_WORLD, &barrier_rq) != MPI_SUCCESS) fail("barrier start");
+  // Starts calls[k] with launch(calls[k]) where the schedule applies (the order of `calls`).
+  auto start = [&](bool applies, auto&& launch) {
+    if (!applies) return;
+    if (k == barrier_at && !kBarrier.empty() && kBarrier.front().nb(MPI_COMM_WORLD, &barrier_rq) != MPI_SUCCESS)
+      fail("barrier start");
+    if (launch(calls[k]) != MPI_SUCCESS) fail(calls[k].what + " start");
+    ++k;
   };
   for (const AllreduceEntry& e : kAllreduce)
-    if (e.applicable(size) == 1) {
-      if (k == barrier_at) start_barrier();
-      if (e.nb(send.data(), calls[k].got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
-      ++k;
-    }
+    start(e.applicable(size) == 1,
+          [&](Pending& c) { return e.nb(send.data(), c.got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &c.rq); });
   for (const auto& e : kAllgather)
-    if (e.applicable(size) == 1) {
-      if (k == barrier_at) start_barrier();
-      if (e.nb(send.data(), n, MPI_INT, calls[k].got.data(), n, MPI_INT, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
-      ++k;
-    }
+    start(e.applicable(size) == 1,
+          [&](Pending& c) { return e.nb(send.data(), n, MPI_INT, c.got.data(), n, MPI_INT, MPI_COMM_WORLD, &c.rq); });
   for (const AllreduceEntry& e : kScan)
-    if (e.applicable(size) == 1) {
-      if (k == barrier_at) start_barrier();
-      if (e.nb(send.data(), calls[k].got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
-      ++k;
-    }
+    start(e.applicable(size) == 1,
+          [&](Pending& c) { return e.nb(send.data(), c.got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &c.rq); });
   for (const BcastEntry& e : kBcast)
-    if (e.applicable(size) == 1) {
-      if (k == barrier_at) start_barrier();
-      if (e.nb(calls[k].got.data(), n, MPI_INT, root, MPI_COMM_WORLD, &calls[k].rq) != MPI_SUCCESS) fail(calls[k].what + " start");
-      ++k;
-    }
+    start(e.applicable(size) == 1, [&](Pending& c) { return e.nb(c.got.data(), n, MPI_INT, root, MPI_COMM_WORLD, &c.rq); });
   // Wait in a rank-dependent order: reversed on odd ranks, rotated by the rank on even ones;
   // the barrier last on rank 0, first elsewhere.
   if (rank != 0 && bcc_wait(&barrier_rq) != MPI_SUCCESS) fail("barrier wait");
