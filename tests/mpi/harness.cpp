@@ -157,13 +157,20 @@ T value(int r, size_t i) {
   return T(int((r * 131 + int(i) * 7 + data_salt * 389) % 1000) - 500);
 }
 
+/// The MPI library's collectives with the signature of MPI_Allreduce (the oracles).
+using VectorOracle = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm);
+
+/// One call of a vector reduction (allreduce, scan, exscan) against the MPI library's
+/// `oracle` on the same data; the result is compared where `significant` (exscan's rank 0 is
+/// undefined); the send buffer must be left untouched.
 template <class T>
-void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t n, bool in_place) {
+void vector_case(const AllreduceEntry& e, VectorOracle oracle, const char* oracle_name, bool significant, MPI_Datatype dt,
+                 MPI_Op op, size_t n, bool in_place) {
   in_place_case = in_place;  // the same on every rank: as many starts everywhere
-  std::vector<T> send(n), expect(n), got(n), send_copy;
+  std::vector<T> send(n), expect(n, T(-7777)), got(n), send_copy;
   for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
   send_copy = send;
-  MPI_Allreduce(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
+  oracle(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
   int rc;
   if (in_place) {
     got = send;
@@ -178,9 +185,14 @@ void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t 
   if (refused(e, rc)) return;  // refused as the verifier predicts, for the same reason
   if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
   check_error_text(e.name, rc, "");  // success clears the text
-  if (n > 0 && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0)
-    fail(tag + ": result differs from MPI_Allreduce");
+  if (significant && n > 0 && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0)
+    fail(tag + ": result differs from " + oracle_name);
   if (!in_place && send != send_copy) fail(tag + ": send buffer modified");
+}
+
+template <class T>
+void allreduce_case(const AllreduceEntry& e, MPI_Datatype dt, MPI_Op op, size_t n, bool in_place) {
+  vector_case<T>(e, MPI_Allreduce, "MPI_Allreduce", true, dt, op, n, in_place);
 }
 
 // 2x2 matrices of uint32 (mod 2^32): a non-commutative, associative operator.
@@ -231,30 +243,8 @@ void noncommutative_case(const AllreduceEntry& e, MPI_Datatype mat, MPI_Op op, s
 /// exscan's rank 0 result is undefined and not compared.
 template <class T>
 void scan_case(const AllreduceEntry& e, bool exclusive, MPI_Datatype dt, MPI_Op op, size_t n, bool in_place) {
-  in_place_case = in_place;
-  std::vector<T> send(n), expect(n, T(-7777)), got(n, T(-7777)), send_copy;
-  for (size_t i = 0; i < n; ++i) send[i] = value<T>(rank, i);
-  send_copy = send;
-  if (exclusive)
-    MPI_Exscan(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
-  else
-    MPI_Scan(send.data(), expect.data(), int(n), dt, op, MPI_COMM_WORLD);
-  int rc;
-  if (in_place) {
-    got = send;
-    rc = e.call(MPI_IN_PLACE, got.data(), n, dt, op, MPI_COMM_WORLD);
-  } else {
-    rc = e.call(send.data(), got.data(), n, dt, op, MPI_COMM_WORLD);
-  }
-  ++cases;
-  const std::string tag = std::string(e.name) + " p=" + std::to_string(size) + " n=" + std::to_string(n) +
-                          (in_place ? " in-place" : "") + (dt == MPI_INT ? " int" : " double") + (op == MPI_SUM ? " sum" : " max");
-  if (refused(e, rc)) return;
-  if (rc != MPI_SUCCESS) return fail(tag + ": returned " + std::to_string(rc));
-  check_error_text(e.name, rc, "");
-  if (n > 0 && !(exclusive && rank == 0) && std::memcmp(got.data(), expect.data(), n * sizeof(T)) != 0)
-    fail(tag + (exclusive ? ": result differs from MPI_Exscan" : ": result differs from MPI_Scan"));
-  if (!in_place && send != send_copy) fail(tag + ": send buffer modified");
+  vector_case<T>(e, exclusive ? MPI_Exscan : MPI_Scan, exclusive ? "MPI_Exscan" : "MPI_Scan", !(exclusive && rank == 0), dt, op,
+                 n, in_place);
 }
 
 /// Scan / exscan with the non-commutative 2x2 matrix product: rank r must hold
