@@ -476,8 +476,9 @@ int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_
   return p;
 }
 
-/// MPI_Allreduce, MPI_Scan and MPI_Exscan (one vector of `count` elements, the same
-/// arguments): the schedule of collective c from `fns`, or `fallback` (the PMPI_ function).
+/// MPI_Allreduce, MPI_Scan, MPI_Exscan and MPI_Reduce_scatter_block (the same arguments;
+/// `count` elements per vector, per block for the last): the schedule of collective c from
+/// `fns`, or `fallback` (the PMPI_ function).
 int vector_reduction(Coll c, const ReduceAllFn* fns, int (*fallback)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm),
                      const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   Reason why = kInvalidArgs;
@@ -604,14 +605,8 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
 /// MPI_Reduce_scatter_block through the selected schedule, or PMPI_Reduce_scatter_block.
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                              MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bool cm = true;
-  MPI_Comm pc = MPI_COMM_NULL;
-  const int p = reduction_checks(comm, recvcount, datatype, op, &bytes, &cm, &why);
-  const int i = decide(kReduceScatter, comm, p, bytes, cm, why, &pc);
-  if (i < 0) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  return finish(comm, kFnReduceScatter[i](sendbuf, recvbuf, size_t(recvcount), datatype, op, pc));
+  return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype,
+                          op, comm);
 }
 
 /// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the
