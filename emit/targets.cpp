@@ -6,10 +6,11 @@ namespace bine {
 
 const Target& mpi_target();    // emit/mpi/target.cpp
 const Target& utofu_target();  // emit/utofu/target.cpp
+const Target& cuda_target();   // emit/cuda/target.cpp
 
 const std::vector<const Target*>& targets() {
   // Explicit list (static registration objects in a static library are dropped by the linker).
-  static const std::vector<const Target*> all = {&mpi_target(), &utofu_target()};
+  static const std::vector<const Target*> all = {&mpi_target(), &utofu_target(), &cuda_target()};
   return all;
 }
 

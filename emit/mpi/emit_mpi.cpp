@@ -178,6 +178,32 @@ class Emitter {
     run << "  return bine_body_" << fname << "(cx);\n}\n\n";
     // The schedule body: every collective form (plain, persistent, nonblocking, irregular)
     // runs it after its own begin_* (the arguments' checks and copy-in).
+    o << body();
+    o << run.str();
+    o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
+    o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
+    persistent(fname);
+    nonblocking(fname);
+    if (has_irregular_form(sd_, proof)) {
+      o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << kAllgathervParams << ") {\n";
+      o << "  const int rc = cx.begin_allgatherv(" << kAllgathervNames << ");\n";
+      o << "  if (rc != MPI_SUCCESS) return rc;\n";
+      o << "  return bine_body_" << fname << "(cx);\n}\n";
+      o << "extern \"C\" int " << fname << "_v(" << kAllgathervParams << ") {\n";
+      o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
+      o << "  return cx.result(bine_run_" << fname << "_v(cx, " << kAllgathervNames << "));\n}\n";
+    }
+    return o.str();
+  }
+  /// The schedule body, `static int bine_body_<function>(bine::mpi::Context& cx)`: the
+  /// RankProgram over the runtime context, shared by every form of the function and by
+  /// the CUDA target (emit_schedule_body()).
+  std::string body() {
+    std::ostringstream o;
+    std::ostream* saved = out_;
+    out_ = &o;
+    const std::string fname = emitted_function_name(sd_, prefix_);
     o << "static int bine_body_" << fname << "(bine::mpi::Context& cx) {\n";
     o << "  int rc = MPI_SUCCESS;\n";
     o << "  if (cx.finished()) return cx.finish();\n";
@@ -245,21 +271,7 @@ class Emitter {
     block(rp_.body, ind);
     if (rp_.fold != FoldKind::none) o << "  }\n";
     o << "  return cx.finish();\n}\n\n";
-    o << run.str();
-    o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
-    o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
-    o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
-    persistent(fname);
-    nonblocking(fname);
-    if (has_irregular_form(sd_, proof)) {
-      o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << kAllgathervParams << ") {\n";
-      o << "  const int rc = cx.begin_allgatherv(" << kAllgathervNames << ");\n";
-      o << "  if (rc != MPI_SUCCESS) return rc;\n";
-      o << "  return bine_body_" << fname << "(cx);\n}\n";
-      o << "extern \"C\" int " << fname << "_v(" << kAllgathervParams << ") {\n";
-      o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
-      o << "  return cx.result(bine_run_" << fname << "_v(cx, " << kAllgathervNames << "));\n}\n";
-    }
+    out_ = saved;
     return o.str();
   }
   /// The nonblocking form (like MPI_Iallreduce): `<fname>_i` checks the call and builds or
@@ -667,6 +679,8 @@ std::string proof_line(const ProofSummary& p, bool rooted) {
 }
 
 }  // namespace
+
+std::string emit_schedule_body(const RankProgram& rp, const std::string& prefix) { return Emitter(rp, prefix).body(); }
 
 std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                             const EmitOptions& options) {

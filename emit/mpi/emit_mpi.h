@@ -18,6 +18,12 @@ bool reserved_identifier(const std::string& name);
 /// The C prototype of the generated function.
 std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix);
 
+/// The schedule body alone, `static int bine_body_<prefix><name>(bine::mpi::Context& cx)`:
+/// params, `requires`, blocks, fold and rounds as calls on the runtime context
+/// (bine/mpi_runtime.hpp documents them). Other targets reuse it over a context of their
+/// own with the same calls (the CUDA target: bine::dev::PlanContext).
+std::string emit_schedule_body(const RankProgram& rp, const std::string& prefix);
+
 /// Emits one header holding C prototypes for the lowered `programs` (verified; `proofs`
 /// parallel to them) and, under `#ifdef BINE_IMPLEMENTATION`, their C++ definitions
 /// (include it with the macro defined in exactly one C++ translation unit). Output is
