@@ -6,6 +6,11 @@
 //   device_host trace DIR P  per schedule, the messages each rank's plan exchanges (DIR/<f>.json),
 //                            for validate_rounds.py to compare with `bine-cc schedule --json`
 //
+// Compiled by nvcc with -DBINE_DEVICE_GPU (tests/gpu/run.sh), the same cases also run on the
+// GPU through the generated runtime's in-process transport (bine::cuda::run_inproc: kernels
+// launched, buffers in device memory), plus a CUDA graph capture and the bad-input errors:
+//   gpu_test gpu [PMAX]
+//
 // Two independent executions of each plan:
 // - in process: bine::dev::inproc_exec's merged batches (what the in-process CUDA transport
 //   launches);
@@ -17,7 +22,9 @@
 // buffers are unchanged; an order-preserving schedule (at that p) reduces a non-commutative
 // operator (affine maps mod 2^32) in rank order; float32 sums with inexact values agree
 // bitwise on every rank where the proof says same bracketing.
+#ifndef BINE_DEVICE_GPU
 #define BINE_DEVICE_HOST_ONLY
+#endif
 #include BINE_DEVICE_SOURCE
 
 #include <array>
@@ -88,10 +95,16 @@ void test_conversions() {
 /// Runs batches [first, first + count) on base pointers.
 using BatchRunner = std::function<void(const Batches&, uint32_t, uint32_t, char* const*)>;
 
-BatchRunner typed_runner(int dtype, int op) {
-  return [=](const Batches& b, uint32_t first, uint32_t count, char* const* base) {
-    if (!run_host(b, first, count, base, dtype, op)) CHECK(false, "run_host refused dtype %d op %d", dtype, op);
-  };
+/// How a case runs on the host, and its device enums for the GPU (-1: host only).
+struct Exec {
+  BatchRunner run;
+  int dtype, op;
+};
+Exec typed_runner(int dtype, int op) {
+  return {[=](const Batches& b, uint32_t first, uint32_t count, char* const* base) {
+            if (!run_host(b, first, count, base, dtype, op)) CHECK(false, "run_host refused dtype %d op %d", dtype, op);
+          },
+          dtype, op};
 }
 
 /// A non-commutative, associative operator on int64 elements: affine maps x -> a x + b
@@ -100,8 +113,8 @@ uint64_t affine(uint64_t l, uint64_t r) {
   const uint32_t a1 = uint32_t(l >> 32), b1 = uint32_t(l), a2 = uint32_t(r >> 32), b2 = uint32_t(r);
   return (uint64_t(uint32_t(a1 * a2)) << 32) | uint32_t(a1 * b2 + b1);
 }
-BatchRunner affine_runner() {
-  return [](const Batches& b, uint32_t first, uint32_t count, char* const* base) {
+Exec affine_runner() {
+  return {[](const Batches& b, uint32_t first, uint32_t count, char* const* base) {
     for (uint32_t k = first; k < first + count; ++k)
       for (uint32_t t = b.batch[k]; t < b.batch[k + 1]; ++t) {
         const Tile& tl = b.tiles[t];
@@ -121,7 +134,7 @@ BatchRunner affine_runner() {
           std::memcpy(d + i * 8, &w, 8);
         }
       }
-  };
+  }, -1, -1};
 }
 
 struct RankBuffers {
@@ -149,7 +162,10 @@ struct Case {
   uint64_t count;
   uint32_t es;
   bool commutative;
+  int dtype = -1, op = -1;  ///< the device enums (-1: an operator only the host runner has)
 };
+
+[[maybe_unused]] bool gpu_mode = false;  ///< also run each case on the GPU (BINE_DEVICE_GPU builds)
 
 /// Builds every rank's plan; 1 when the schedule does not apply (requires), -1 on error.
 int plans_for(const Case& c, std::vector<RankPlan>& plans) {
@@ -328,14 +344,20 @@ std::vector<std::vector<S>> reference(const Case& c, const std::vector<std::vect
 template <class S>
 std::vector<char> bytes_of(const std::vector<S>& v) {
   std::vector<char> b(v.size() * sizeof(S) + 1, 0);
-  std::memcpy(b.data(), v.data(), v.size() * sizeof(S));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(S));
   return b;
 }
 
 /// One case with element type S (storage), values from `gen`, operator `op` (reference) and
 /// the executor's runner; both executions checked.
+#ifdef BINE_DEVICE_GPU
 template <class S>
-void run_case(const Case& c, const std::function<S(size_t, size_t)>& gen, const Fold<S>& op, const BatchRunner& run,
+void gpu_case(const Case& c, const Exec& ex, const std::vector<std::vector<S>>& in,
+              const std::vector<std::vector<S>>& want, const char* what);
+#endif
+
+template <class S>
+void run_case(const Case& c, const std::function<S(size_t, size_t)>& gen, const Fold<S>& op, const Exec& ex,
               const char* what, std::vector<std::vector<char>>* outs = nullptr, bool compare = true) {
   std::vector<RankPlan> plans;
   if (plans_for(c, plans) != 0) return;
@@ -351,7 +373,7 @@ void run_case(const Case& c, const std::function<S(size_t, size_t)>& gen, const 
   for (int path = 0; path < 2; ++path) {
     std::vector<RankBuffers> bufs(size_t(c.p));
     for (int64_t r = 0; r < c.p; ++r) alloc_rank(plans[size_t(r)], c, bufs[size_t(r)], bytes_of(in[size_t(r)]), r);
-    const bool ok = path == 0 ? run_inproc(c, plans, bufs, run) : run_per_rank(c, plans, bufs, run);
+    const bool ok = path == 0 ? run_inproc(c, plans, bufs, ex.run) : run_per_rank(c, plans, bufs, ex.run);
     if (!ok) return;
     for (int64_t r = 0; r < c.p; ++r) {
       const RankBuffers& b = bufs[size_t(r)];
@@ -370,11 +392,135 @@ void run_case(const Case& c, const std::function<S(size_t, size_t)>& gen, const 
       if (outs && path == 0) outs->push_back(std::vector<char>(b.out.begin(), b.out.begin() + long(w.size() * sizeof(S))));
     }
   }
+#ifdef BINE_DEVICE_GPU
+  if (gpu_mode && ex.dtype >= 0 && compare) gpu_case(c, ex, in, want, what);
+#endif
 }
 
 bool rooted(Collective c) {
   return c == Collective::bcast || c == Collective::reduce || c == Collective::gather || c == Collective::scatter;
 }
+
+#ifdef BINE_DEVICE_GPU
+#define CUDA_OK(x)                                                                      \
+  do {                                                                                  \
+    const cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                            \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+/// The in-process communicator of p ranks (one per p, kept for the run: plans are cached).
+bine_cuda_comm_t gpu_comm(int64_t p) {
+  static std::map<int64_t, bine_cuda_comm_t> comms;
+  bine_cuda_comm_t& c = comms[p];
+  if (!c && bine::cuda::comm_init_inproc(int(p), &c) != BINE_CUDA_SUCCESS) {
+    std::printf("comm_init_inproc(%lld): %s\n", (long long)p, bine::cuda::error_text());
+    std::exit(1);
+  }
+  return c;
+}
+
+/// The case on the GPU: device buffers, bine::cuda::run_inproc, results against `want`.
+template <class S>
+void gpu_case(const Case& c, const Exec& ex, const std::vector<std::vector<S>>& in,
+              const std::vector<std::vector<S>>& want, const char* what) {
+  const size_t p = size_t(c.p);
+  std::vector<void*> sb(p, nullptr), rb(p, nullptr);
+  std::vector<uint64_t> nin(p), nout(p);
+  for (size_t r = 0; r < p; ++r) {
+    buffer_elems(c.s->kind, c.p, int64_t(r), c.root, c.count, nin[r], nout[r]);
+    CUDA_OK(cudaMalloc(&sb[r], nin[r] * sizeof(S) + 16));
+    CUDA_OK(cudaMalloc(&rb[r], nout[r] * sizeof(S) + 16));
+    CUDA_OK(cudaMemcpy(sb[r], in[r].data(), nin[r] * sizeof(S), cudaMemcpyHostToDevice));
+  }
+  const int rc = bine::cuda::run_inproc(*c.s, sb.data(), rb.data(), c.count, ex.dtype, ex.op, int(c.root), gpu_comm(c.p),
+                                        cudaStreamPerThread);
+  CHECK(rc == BINE_CUDA_SUCCESS, "%s %s (gpu) p=%lld: %s", c.s->function, what, (long long)c.p, bine::cuda::error_text());
+  CUDA_OK(cudaStreamSynchronize(cudaStreamPerThread));
+  for (size_t r = 0; r < p && rc == BINE_CUDA_SUCCESS; ++r) {
+    std::vector<S> got(nout[r]), sent(nin[r]);
+    CUDA_OK(cudaMemcpy(got.data(), rb[r], nout[r] * sizeof(S), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(sent.data(), sb[r], nin[r] * sizeof(S), cudaMemcpyDeviceToHost));
+    CHECK(std::memcmp(sent.data(), in[r].data(), nin[r] * sizeof(S)) == 0, "%s %s (gpu) p=%lld rank %zu: send buffer changed",
+          c.s->function, what, (long long)c.p, r);
+    if (!want[r].empty())
+      CHECK(std::memcmp(got.data(), want[r].data(), want[r].size() * sizeof(S)) == 0,
+            "%s %s (gpu) p=%lld root=%lld n=%llu: rank %zu differs", c.s->function, what, (long long)c.p,
+            (long long)c.root, (unsigned long long)c.count, r);
+  }
+  for (size_t r = 0; r < p; ++r) cudaFree(sb[r]), cudaFree(rb[r]);
+}
+
+const Schedule* find_schedule(Collective kind) {
+  for (size_t k = 0; k < bine_device_schedule_count; ++k)
+    if (bine_device_schedules[k].kind == kind) return &bine_device_schedules[k];
+  return nullptr;
+}
+
+/// A CUDA graph: an allreduce captured after a warm-up call, replayed, gives the result of
+/// the direct call; bad inputs give their codes and enqueue nothing.
+void gpu_graph_and_errors() {
+  const Schedule* s = find_schedule(Collective::allreduce);
+  if (!s) return;
+  const int p = 8;
+  const size_t n = 1000;
+  bine_cuda_comm_t comm = gpu_comm(p);
+  std::vector<void*> sb(p), rb(p);
+  std::vector<float> host(n);
+  for (int r = 0; r < p; ++r) {
+    for (size_t i = 0; i < n; ++i) host[i] = float(r + 1);
+    CUDA_OK(cudaMalloc(&sb[r], n * 4));
+    CUDA_OK(cudaMalloc(&rb[r], n * 4));
+    CUDA_OK(cudaMemcpy(sb[r], host.data(), n * 4, cudaMemcpyHostToDevice));
+  }
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK(bine::cuda::run_inproc(*s, sb.data(), rb.data(), n, BINE_CUDA_FLOAT32, BINE_CUDA_SUM, 0, comm, st) == 0,
+        "graph warm-up: %s", bine::cuda::error_text());
+  CUDA_OK(cudaStreamSynchronize(st));
+  for (int r = 0; r < p; ++r) CUDA_OK(cudaMemset(rb[r], 0, n * 4));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  const int rc = bine::cuda::run_inproc(*s, sb.data(), rb.data(), n, BINE_CUDA_FLOAT32, BINE_CUDA_SUM, 0, comm, st);
+  CUDA_OK(cudaStreamEndCapture(st, &graph));
+  CHECK(rc == 0, "captured call: %s", bine::cuda::error_text());
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  for (int r = 0; r < p; ++r) {
+    CUDA_OK(cudaMemcpy(host.data(), rb[r], n * 4, cudaMemcpyDeviceToHost));
+    CHECK(host[0] == float(p * (p + 1) / 2) && host[n - 1] == float(p * (p + 1) / 2), "graph replay: rank %d got %g", r,
+          double(host[0]));
+  }
+  // Bad inputs: a host pointer, a datatype and an operator outside the enums.
+  std::vector<char> on_host(n * 4);
+  std::vector<void*> bad = sb;
+  bad[3] = on_host.data();
+  CHECK(bine::cuda::run_inproc(*s, bad.data(), rb.data(), n, BINE_CUDA_FLOAT32, BINE_CUDA_SUM, 0, comm, st) ==
+            BINE_CUDA_ERR_ARG, "a host send buffer is refused");
+  std::printf("host pointer: %s\n", bine::cuda::error_text());
+  CHECK(bine::cuda::run_inproc(*s, sb.data(), rb.data(), n, bine_cuda_dtype_t(42), BINE_CUDA_SUM, 0, comm, st) ==
+            BINE_CUDA_ERR_TYPE, "datatype 42 is refused");
+  CHECK(bine::cuda::run_inproc(*s, sb.data(), rb.data(), n, BINE_CUDA_FLOAT32, bine_cuda_op_t(9), 0, comm, st) ==
+            BINE_CUDA_ERR_OP, "operator 9 is refused");
+  CHECK(bine::cuda::run(*s, sb[0], rb[0], n, BINE_CUDA_FLOAT32, BINE_CUDA_SUM, 0, comm, st) == BINE_CUDA_ERR_ARG,
+        "an in-process communicator through the per-rank entry is refused");
+  int devices = 0;
+  CUDA_OK(cudaGetDeviceCount(&devices));
+  if (devices > 1) {  // a stream of another device
+    cudaStream_t other;
+    CUDA_OK(cudaSetDevice(1));
+    CUDA_OK(cudaStreamCreate(&other));
+    CUDA_OK(cudaSetDevice(0));
+    CHECK(bine::cuda::run_inproc(*s, sb.data(), rb.data(), n, BINE_CUDA_FLOAT32, BINE_CUDA_SUM, 0, comm, other) ==
+              BINE_CUDA_ERR_DEVICE, "a stream of device 1 is refused");
+  }
+  for (int r = 0; r < p; ++r) cudaFree(sb[r]), cudaFree(rb[r]);
+}
+#endif
 
 bool in_order_range(const Schedule& s, int64_t p) {
   for (int i = 0; i < s.norder; ++i)
@@ -462,7 +608,7 @@ int trace(const char* dir, int64_t p, uint64_t n) {
       alloc_rank(plans[size_t(r)], c, bufs[size_t(r)], std::vector<char>(nin * 4 + 1, 1), r);
     }
     std::vector<std::vector<std::vector<Msg>>> tr;
-    if (!run_per_rank(c, plans, bufs, typed_runner(BINE_CUDA_INT32, BINE_CUDA_SUM), &tr)) continue;
+    if (!run_per_rank(c, plans, bufs, typed_runner(BINE_CUDA_INT32, BINE_CUDA_SUM).run, &tr)) continue;
     const std::string path = std::string(dir) + "/" + s.function + ".json";
     FILE* f = std::fopen(path.c_str(), "w");
     if (!f) return 2;
@@ -490,6 +636,21 @@ int trace(const char* dir, int64_t p, uint64_t n) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "check";
   if (mode == "check") return check(argc > 2 ? std::atoi(argv[2]) : 16);
+#ifdef BINE_DEVICE_GPU
+  if (mode == "gpu") {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      std::printf("gpu_test: skipped: no CUDA device\n");
+      return 0;
+    }
+    cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("gpu_test on %s\n", prop.name);
+    gpu_mode = true;
+    gpu_graph_and_errors();
+    return check(argc > 2 ? std::atoi(argv[2]) : 16);
+  }
+#endif
   if (mode == "trace" && argc > 4) return trace(argv[2], std::atoll(argv[3]), std::strtoull(argv[4], nullptr, 10));
   std::fprintf(stderr, "usage: device_host check [PMAX] | trace DIR P COUNT\n");
   return 2;

@@ -44,12 +44,20 @@ TargetFeatures everything() {
 
 TEST_CASE("target registry: mpi is listed, found by name, and lowers every library schedule") {
   REQUIRE(find_target("mpi") != nullptr);
-  CHECK(find_target("cuda") == nullptr);
-  CHECK(target_names() == "mpi, utofu");
+  CHECK(find_target("nccl") == nullptr);
+  CHECK(target_names() == "mpi, utofu, cuda");
   REQUIRE(find_target("utofu") != nullptr);
   const Target& mpi = *find_target("mpi");
   CHECK(mpi.features().collectives.size() == size_t(kCollectiveCount));
   for (const ScheduleDecl& s : library().schedules) CHECK_MESSAGE(unsupported(mpi, library(), s).empty(), s.name);
+}
+
+TEST_CASE("target registry: cuda lowers every library schedule but the barriers") {
+  const Target* cuda = find_target("cuda");
+  REQUIRE(cuda != nullptr);
+  for (const ScheduleDecl& s : library().schedules)
+    CHECK_MESSAGE(unsupported(*cuda, library(), s) == (s.collective == Collective::barrier ? "barrier schedules" : ""),
+                  s.name);
 }
 
 TEST_CASE("target features: a missing fold, collective or feature is named, through composition") {

@@ -43,6 +43,12 @@
 #include <nccl.h>
 #endif
 #ifdef BINE_CUDA_WITH_MPI
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1  // the C API only (Open MPI's C++ bindings do not build with -Werror)
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #endif
 
@@ -361,7 +367,7 @@ inline int exchange(bine_cuda_comm_s* comm, const DevicePlan& dp, const dev::Ran
     return rc == MPI_SUCCESS ? BINE_CUDA_SUCCESS : fail(BINE_CUDA_ERR_TRANSPORT, "MPI error %d", rc);
   }
 #endif
-  (void)dp, (void)a, (void)base, (void)esize, (void)stream;
+  (void)comm, (void)dp, (void)a, (void)base, (void)esize, (void)stream;
   return fail(BINE_CUDA_ERR_ARG, "a communicator of a transport this build lacks");
 }
 
