@@ -639,6 +639,21 @@ inline int inproc_exec(const std::vector<RankPlan>& plans, InprocExec& out, std:
         for (const Msg& m : st.msgs)
           if (m.recv && chan[{m.peer, r}].size() < ++need[m.peer]) ready = false;
         if (!ready) break;
+        // A receive into staging whose data sits in another rank's buffer (or the arena) is
+        // not copied: the step's post operations read it where it is (no rank writes
+        // there before they run: the step's operations are emitted together).
+        struct Alias {
+          uint64_t lo, hi;
+          uint32_t buf;
+          uint64_t off;
+        };
+        std::vector<Alias> alias;
+        std::vector<size_t> freed;
+        auto stage_written = [&](uint64_t lo, uint64_t hi) {
+          for (const DevOp& o : st.post)
+            if (o.dst_buf == kStage && o.dst < hi && lo < o.dst + o.n) return true;
+          return false;
+        };
         for (const Msg& m : st.msgs) {
           if (!m.recv) continue;
           std::deque<size_t>& q = chan[{m.peer, r}];
@@ -650,13 +665,38 @@ inline int inproc_exec(const std::vector<RankPlan>& plans, InprocExec& out, std:
                     std::to_string(m.peer) + ", which sends " + std::to_string(src.n);
             return kErrOther;
           }
+          const bool foreign = src.buf == arena || int64_t(src.buf / kBufsPerRank) != r;
+          if (m.buf == kStage && foreign && !stage_written(m.off, m.off + m.n)) {
+            alias.push_back({m.off, m.off + m.n, src.buf, src.off});
+            freed.push_back(id);  // stays protected until the post operations are out
+            continue;
+          }
           unconsumed.erase(std::find(unconsumed.begin(), unconsumed.end(), id));
           emit(r, DevOp{0, m.buf, 0, 0, m.off, 0, 0, m.n});
           ops.back().a_buf = ops.back().b_buf = src.buf;  // the source is global already
           ops.back().a = ops.back().b = src.off;
           if (src.moved) arena_free(src.off, src.n);
         }
-        for (const DevOp& o : st.post) emit(r, o);
+        auto redirect = [&](uint32_t& buf, uint64_t& off, uint64_t n) {
+          if (buf != uint32_t(r) * kBufsPerRank + kStage) return;
+          for (const Alias& a : alias)
+            if (off >= a.lo && off + n <= a.hi) {
+              off = a.off + (off - a.lo);
+              buf = a.buf;
+              return;
+            }
+        };
+        for (const DevOp& o : st.post) {
+          emit(r, o);
+          DevOp& e = ops.back();
+          redirect(e.a_buf, e.a, e.n);
+          if (e.reduce) redirect(e.b_buf, e.b, e.n);
+          if (!e.reduce) e.b_buf = e.a_buf, e.b = e.a;
+        }
+        for (size_t id : freed) {
+          unconsumed.erase(std::find(unconsumed.begin(), unconsumed.end(), id));
+          if (live[id].moved) arena_free(live[id].off, live[id].n);
+        }
         posted[size_t(r)] = 0;
         if (++step[size_t(r)] == steps.size()) ++done;
         progress = true;
