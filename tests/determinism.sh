@@ -25,6 +25,13 @@ same() {  # same NAME FILE_A FILE_B
 (cd "$tmp/elsewhere" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..8 -o "$tmp/c.h")
 same "compile: two runs" "$tmp/a.h" "$tmp/b.h"
 same "compile: another checkout location" "$tmp/a.h" "$tmp/c.h"
+# The cuda target's two files (header and .cu part), two runs and another location.
+(cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target cuda --verify-ranks 1..8 -o "$tmp/ga.h" 2>/dev/null)
+(cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target cuda --verify-ranks 1..8 -o "$tmp/gb.h" 2>/dev/null)
+(cd "$tmp/elsewhere" && "$bine_cc" compile dsl/lib/*.bine --target cuda --verify-ranks 1..8 -o "$tmp/gc.h" 2>/dev/null)
+same "compile --target cuda: two runs (header)" "$tmp/ga.h" "$tmp/gb.h"
+same "compile --target cuda: two runs (.cu)" "$tmp/ga.h.cu" "$tmp/gb.h.cu"
+same "compile --target cuda: another checkout location (.cu)" "$tmp/ga.h.cu" "$tmp/gc.h.cu"
 if [ -n "$build_header" ]; then
   (cd "$src" && "$bine_cc" compile dsl/lib/*.bine --target mpi --verify-ranks 1..32 -o "$tmp/d.h")
   same "compile: the build's header" "$tmp/d.h" "$build_header"

@@ -37,6 +37,9 @@ $nvcc $flags $arch -DBINE_DEVICE_GPU -DBINE_DEVICE_SOURCE='"bine_lib.h.cu"' -x c
   -o "$out/gpu_test"
 # shellcheck disable=SC2086
 $nvcc $flags $arch -DBINE_DEVICE_SOURCE='"bine_lib.h.cu"' "$src/bench/cuda_bench.cu" -o "$out/cuda_bench"
+# The header as a C user includes it (C99, -Werror).
+printf '#include "bine_lib.h"\nint main(void) { return 0; }\n' |
+  gcc -std=c99 -Wall -Wextra -Werror -fsyntax-only -I"$src/runtime/include" -I"$gen" -I"$(dirname "$nvcc")/../include" -x c -
 wait $lib
 echo "run.sh: built libbine_lib_cuda.so, gpu_test, cuda_bench in $out"
 [ $compile_only = 1 ] && exit 0
