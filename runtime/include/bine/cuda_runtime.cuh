@@ -135,7 +135,7 @@ struct PlanKey {
   uint64_t count;
   uint32_t esize;
   bool commutative;
-  std::vector<bool> in_place;
+  uint64_t in_place;  ///< bit r: rank r's call is in place (p <= 64)
   bool operator==(const PlanKey& o) const {
     return schedule == o.schedule && root == o.root && count == o.count && esize == o.esize &&
            commutative == o.commutative && in_place == o.in_place;
@@ -266,7 +266,7 @@ inline int build_plan(const Schedule& s, bine_cuda_comm_s* comm, const PlanKey& 
   for (int64_t r = first; r < last; ++r) {
     dev::PlanRequest q;
     q.kind = s.kind, q.p = comm->p, q.rank = r, q.root = key.root, q.count = key.count, q.elem_bytes = key.esize;
-    q.commutative = key.commutative, q.in_place = key.in_place[size_t(r - first)];
+    q.commutative = key.commutative, q.in_place = (key.in_place >> (r - first)) & 1u;
     plans.emplace_back();
     const int rc = dev::build_rank_plan(s.body, s.function, q, plans.back(), err);
     if (rc != dev::kOk) return fail(rc, "%s", err.c_str());
@@ -389,7 +389,7 @@ inline int run(const Schedule& s, const void* sendbuf, void* recvbuf, size_t cou
   if ((rc = check_device_ptr(s, recvbuf, nout * es, comm->device, "receive buffer")) != BINE_CUDA_SUCCESS) return rc;
   if (count == 0) return BINE_CUDA_SUCCESS;
   const PlanKey key{&s, root, count, es, body_commutative(s, dtype, comm->p),
-                    {is_in_place(s.kind, sendbuf, recvbuf, comm->rank, root, count, es)}};
+                    is_in_place(s.kind, sendbuf, recvbuf, comm->rank, root, count, es) ? 1u : 0u};
   DevicePlan* dp = find_plan(s, comm, key, &rc);
   if (!dp) return rc;
   Bases<dev::kBufsPerRank> b{};
@@ -419,13 +419,13 @@ inline int run_inproc(const Schedule& s, const void* const* sendbufs, void* cons
   if (root < 0 || root >= comm->p) return fail(BINE_CUDA_ERR_ARG, "%s: root %d outside 0..%d", s.function, root, comm->p - 1);
   const uint32_t es = dev::dtype_bytes(dtype);
   if ((rc = check_stream(s, stream, comm->device)) != BINE_CUDA_SUCCESS) return rc;
-  PlanKey key{&s, root, count, es, body_commutative(s, dtype, comm->p), {}};
+  PlanKey key{&s, root, count, es, body_commutative(s, dtype, comm->p), 0};
   for (int r = 0; r < comm->p; ++r) {
     uint64_t nin = 0, nout = 0;
     buffer_elems(s.kind, comm->p, r, root, count, nin, nout);
     if ((rc = check_device_ptr(s, sendbufs[r], nin * es, comm->device, "send buffer")) != BINE_CUDA_SUCCESS) return rc;
     if ((rc = check_device_ptr(s, recvbufs[r], nout * es, comm->device, "receive buffer")) != BINE_CUDA_SUCCESS) return rc;
-    key.in_place.push_back(is_in_place(s.kind, sendbufs[r], recvbufs[r], r, root, count, es));
+    if (is_in_place(s.kind, sendbufs[r], recvbufs[r], r, root, count, es)) key.in_place |= uint64_t(1) << r;
   }
   if (count == 0) return BINE_CUDA_SUCCESS;
   DevicePlan* dp = find_plan(s, comm, key, &rc);
