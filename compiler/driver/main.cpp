@@ -333,7 +333,69 @@ int cmd_lower(const Common& c) {
 struct TuneCli {
   std::string ranks = "2..32", out = "-";
   TuneOptions opt;
+  bool model = false;    ///< --alpha, --beta and --gamma given
+  bool measure = false;  ///< --measure
+  std::string mpirun = "mpirun", bench, measurements;
+  int iters = 0;
 };
+
+/// bine-cc's own directory (/proc/self/exe), where bine-tune-bench and bine-cc-rewrite live.
+std::string self_dir() {
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0) return ".";
+  self.resize(size_t(n));
+  const size_t slash = self.rfind('/');
+  return slash == std::string::npos ? "." : self.substr(0, slash);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+/// `tune --measure`: bine-tune-bench under mpirun at every p of the range (docs/pmpi.md,
+/// "Tables from measurement"); its lines appended to `out`. Returns 0, or 2 with a message.
+int measure(const TuneCli& t, const std::vector<const ScheduleDecl*>& schedules, std::vector<Measurement>& out) {
+  const std::string bench = t.bench.empty() ? self_dir() + "/bine-tune-bench" : t.bench;
+  if (access(bench.c_str(), X_OK) != 0) {
+    std::cerr << "bine-cc: error: tune --measure needs " << bench << " (" << std::strerror(errno)
+              << "); it is built next to bine-cc (--bench PATH to name another)\n";
+    return 2;
+  }
+  std::string names;
+  for (const ScheduleDecl* s : schedules) names += " " + shell_quote(s->name);
+  for (int64_t p = t.opt.p_lo; p <= t.opt.p_hi; ++p) {
+    const std::string cmd = t.mpirun + " -np " + std::to_string(p) + " " + shell_quote(bench) + " " +
+                            std::to_string(t.opt.bytes_min) + " " + std::to_string(t.opt.bytes_max) + " " +
+                            std::to_string(t.opt.elem_size) + " " + std::to_string(t.iters) + names;
+    FILE* f = popen(cmd.c_str(), "r");
+    if (!f) {
+      std::cerr << "bine-cc: error: cannot run '" << cmd << "'\n";
+      return 2;
+    }
+    std::string line;
+    for (int ch; (ch = std::fgetc(f)) != EOF;) {
+      if (ch != '\n') {
+        line += char(ch);
+        continue;
+      }
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      line.clear();
+      if (j.is_discarded() || !j.is_object() || !j.contains("us")) continue;  // mpirun's own chatter
+      out.push_back({j.value("collective", ""), j.value("schedule", ""), j.value("p", int64_t(0)),
+                     j.value("bytes", uint64_t(0)), j.value("us", 0.0)});
+    }
+    const int status = pclose(f);
+    if (status != 0) {
+      std::cerr << "bine-cc: error: '" << cmd.substr(0, cmd.size() - names.size())
+                << " <schedules>' failed (status " << status << "; its messages are above)\n";
+      return 2;
+    }
+  }
+  return 0;
+}
 
 /// `bine-cc tune`: a PMPI selection table from the cost model (docs/pmpi.md, "bine-cc tune").
 int cmd_tune(const Common& c, TuneCli t) {
@@ -345,10 +407,32 @@ int cmd_tune(const Common& c, TuneCli t) {
     std::cerr << "bine-cc: error: tune needs --elem-size >= 1, --bytes-min <= --bytes-max and --margin >= 0\n";
     return 2;
   }
+  if (t.measure == t.model) {
+    std::cerr << "bine-cc: error: tune needs either --alpha, --beta and --gamma (the cost model) or --measure\n";
+    return 2;
+  }
   DiagnosticSink diags;
   Program prog;
   if (!load(c, prog, diags)) return 1;
-  const TuneResult res = tune(prog, selected(prog, c.only, diags), t.opt);
+  const std::vector<const ScheduleDecl*> chosen = selected(prog, c.only, diags);
+  TuneResult res;
+  if (t.measure) {
+    std::vector<Measurement> m;
+    if (const int rc = measure(t, chosen, m); rc != 0) return rc;
+    if (!t.measurements.empty()) {
+      nlohmann::ordered_json all = nlohmann::ordered_json::array();
+      for (const Measurement& x : m)
+        all.push_back({{"collective", x.collective}, {"schedule", x.schedule}, {"p", x.p}, {"bytes", x.bytes}, {"us", x.us}});
+      std::ofstream f(t.measurements, std::ios::binary);
+      if (!(f << all.dump(1) << "\n")) {
+        report_error(c.format, "cannot write '" + t.measurements + "'");
+        return 1;
+      }
+    }
+    res = tune_measured(prog, chosen, t.opt, m);
+  } else {
+    res = tune(prog, chosen, t.opt);
+  }
   if (diags.has_errors()) {
     print_diags(diags, c.format);
     return 1;
@@ -536,15 +620,7 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
 /// when Clang 14's development files are found, docs/rewrite.md) from bine-cc's own
 /// directory, so that bine-cc does not link libclang. Returns only on failure.
 int exec_rewrite(int argc, char** argv) {
-  std::string self(4096, '\0');
-  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::string dir = ".";
-  if (n > 0) {
-    self.resize(size_t(n));
-    const size_t slash = self.rfind('/');
-    if (slash != std::string::npos) dir = self.substr(0, slash);
-  }
-  const std::string tool = dir + "/bine-cc-rewrite";
+  const std::string tool = self_dir() + "/bine-cc-rewrite";
   std::vector<char*> args;
   args.push_back(const_cast<char*>(tool.c_str()));
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
@@ -679,9 +755,19 @@ int main(int argc, char** argv) {
   tun->add_option("--bytes-min", tune_cli.opt.bytes_min, "smallest size of the grid in bytes (default 8)");
   tun->add_option("--bytes-max", tune_cli.opt.bytes_max, "largest size of the grid in bytes (default 16 MiB); sizes are powers of two");
   tun->add_option("--elem-size", tune_cli.opt.elem_size, "bytes per element (default 4)");
-  tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us)")->required();
-  tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us)")->required();
-  tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us)")->required();
+  CLI::Option* t_alpha = tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us; the cost model)");
+  CLI::Option* t_beta = tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us; the cost model)");
+  CLI::Option* t_gamma = tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us; the cost model)");
+  t_alpha->needs(t_beta)->needs(t_gamma);
+  t_beta->needs(t_alpha);
+  t_gamma->needs(t_alpha);
+  tun->add_flag("--measure", tune_cli.measure,
+                "measure instead of modelling: bine-tune-bench under mpirun at every p, the fastest per cell (MPI's own included)");
+  tun->add_option("--mpirun", tune_cli.mpirun, "launcher command for --measure (default mpirun; e.g. \"mpirun --oversubscribe\")");
+  tun->add_option("--bench", tune_cli.bench, "the measuring program (default: bine-tune-bench next to bine-cc)");
+  tun->add_option("--iters", tune_cli.iters, "calls timed per cell with --measure (default 0: max(3, min(50, 2^20 / bytes)))")
+      ->check(CLI::NonNegativeNumber);
+  tun->add_option("--measurements", tune_cli.measurements, "with --measure, also write the measured times (JSON) here");
   tun->add_option("--margin", tune_cli.opt.margin,
                   "keep the previous size's choice while within this fraction of the cheapest (default 0.05)");
   tun->add_option("-o,--output", tune_cli.out, "table file (default: stdout)");
@@ -751,7 +837,10 @@ int main(int argc, char** argv) {
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
   if (lwr->parsed()) return cmd_lower(common);
-  if (tun->parsed()) return cmd_tune(common, tune_cli);
+  if (tun->parsed()) {
+    tune_cli.model = t_alpha->count() > 0;
+    return cmd_tune(common, tune_cli);
+  }
   if (drw->parsed()) return cmd_draw(common, dcli);
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);

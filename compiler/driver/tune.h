@@ -51,6 +51,23 @@ struct TuneResult {
 /// p_lo..p_hi with commutative = false verifies order-preserving. Deterministic.
 TuneResult tune(const Program& program, const std::vector<const ScheduleDecl*>& schedules, const TuneOptions& opt);
 
+/// One measured time: the slowest rank's mean per call of `schedule` ("mpi": the MPI
+/// library's own collective) for `collective` (the PMPI table's key) at (p, bytes), from
+/// bine-tune-bench (bench/tune_bench.cpp; barrier: bytes 0).
+struct Measurement {
+  std::string collective, schedule;
+  int64_t p = 0;
+  uint64_t bytes = 0;
+  double us = 0;
+};
+
+/// The table from measured times instead of the model: per cell the fastest of the
+/// measured schedules of `schedules` and of "mpi" (a rule naming "mpi" falls back to the
+/// MPI library), with the same margin, merging and order-preserving second rules as tune()
+/// ("mpi" counts as order-preserving). A cell without any measurement has no rule.
+TuneResult tune_measured(const Program& program, const std::vector<const ScheduleDecl*>& schedules,
+                         const TuneOptions& opt, const std::vector<Measurement>& measured);
+
 /// The PMPI library's table key of a collective ("reduce_scatter_block" for reduce_scatter).
 const char* pmpi_collective_key(Collective c);
 
