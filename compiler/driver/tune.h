@@ -47,8 +47,9 @@ struct TuneResult {
 /// (root 0; `commutative` as `bine-cc cost` sets it) and writes the cheapest per cell into
 /// the table, consecutive sizes and process counts with the same choice merged into one
 /// rule. A schedule that does not apply at p (its `requires`, its fold) or fails to
-/// instantiate there is skipped; a schedule is order-preserving when every instance at
-/// p_lo..p_hi with commutative = false verifies order-preserving. Deterministic.
+/// instantiate there is skipped; a schedule is order-preserving when `bine-cc check` over
+/// p_lo..p_hi (every root) proves it so, as the PMPI library's registry flag does.
+/// Deterministic.
 TuneResult tune(const Program& program, const std::vector<const ScheduleDecl*>& schedules, const TuneOptions& opt);
 
 /// One measured time: the slowest rank's mean per call of `schedule` ("mpi": the MPI
