@@ -1,8 +1,8 @@
 // libbine_pmpi.so: a PMPI drop-in library (issue 17, first deliverable; docs/pmpi.md).
 //
 // LD_PRELOAD it into an unmodified MPI program: it defines the C bindings MPI_Allreduce,
-// MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Reduce_scatter_block
-// and MPI_Alltoall, picks a generated schedule of build/generated/bine_lib.h per call from a
+// MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Reduce_scatter_block,
+// MPI_Reduce_scatter (equal counts), MPI_Alltoall, MPI_Scan, MPI_Exscan and MPI_Barrier, picks a generated schedule of build/generated/bine_lib.h per call from a
 // selection table (JSON, BINE_PMPI_TABLE, or the default compiled in below) or a forced name
 // (BINE_PMPI_<COLLECTIVE>), and calls the PMPI_ function (the fallback) for every call the
 // generated schedules cannot serve. Every fallback is decided before any communication, from
@@ -189,12 +189,13 @@ enum Reason {
   kNoRule,          // no table rule whose schedule applies
   kRuleMpi,         // the matching rule names "mpi"
   kDupFailed,       // the private communicator could not be created
+  kUnequalCounts,   // MPI_Reduce_scatter with recvcounts that differ between ranks
   kNumReasons
 };
 const char* const kReasonText[kNumReasons] = {
     "invalid arguments (left to MPI)", "intercommunicator", "datatype not contiguous", "zero bytes",
     "forced schedule not applicable (p or operator)", "no table rule applies", "table rule says mpi",
-    "communicator dup failed"};
+    "communicator dup failed", "MPI_Reduce_scatter counts not all equal"};
 
 /// A report counter: incremented by concurrent calls from several threads, so atomic;
 /// relaxed, as only the totals matter (read by MPI_Finalize after the threads are done).
@@ -607,6 +608,29 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
                              MPI_Comm comm) {
   return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype,
                           op, comm);
+}
+
+/// MPI_Reduce_scatter (issue 21): with every recvcounts[i] equal it is
+/// MPI_Reduce_scatter_block (same buffers, same MPI_IN_PLACE meaning: the input in recvbuf,
+/// the rank's block left at its start), served by the reduce_scatter_block rules and counted
+/// under them; other counts go to PMPI_Reduce_scatter (reason "counts not all equal").
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  int p = comm_size(comm, &why);
+  if (p > 0 && !recvcounts) p = -1, why = kInvalidArgs;
+  for (int i = 1; i < p; ++i)
+    if (recvcounts[i] != recvcounts[0]) {
+      p = -1, why = kUnequalCounts;
+      break;
+    }
+  if (p < 0) {
+    MPI_Comm unused = MPI_COMM_NULL;
+    decide(kReduceScatter, comm, -1, 0, true, why, &unused);  // counted as a fallback
+    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  }
+  return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcounts[0],
+                          datatype, op, comm);
 }
 
 /// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the

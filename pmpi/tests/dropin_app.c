@@ -72,6 +72,19 @@ int main(int argc, char** argv) {
   MPI_Reduce_scatter_block(all, red, k, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Gather(red, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 11 + all2[i];
+  /* MPI_Reduce_scatter: equal counts (served as reduce_scatter_block), then counts 1, 2,
+   * 1, 2, ... (left to MPI); rank 0 gathers each rank's first result element. */
+  int* rcounts = malloc(sizeof(int) * p);
+  for (int i = 0; i < p; ++i) rcounts[i] = k;
+  for (int i = 0; i < k * p; ++i) all[i] = rank * 3 + i;
+  MPI_Reduce_scatter(all, red, rcounts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Gather(red, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 19 + all2[i];
+  for (int i = 0; i < p; ++i) rcounts[i] = 1 + i % 2;
+  MPI_Reduce_scatter(all, red, rcounts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Gather(red, 1, MPI_INT, all2, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < p; ++i) cs = cs * 23 + all2[i];
+  free(rcounts);
   for (int i = 0; i < k * p; ++i) all[i] = rank * 100 + i;
   MPI_Alltoall(all, k, MPI_INT, all2, k, MPI_INT, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, all2, k * p, MPI_INT, MPI_BXOR, MPI_COMM_WORLD);
