@@ -207,6 +207,10 @@ class Emitter {
     o << "static int bine_body_" << fname << "(bine::mpi::Context& cx) {\n";
     o << "  int rc = MPI_SUCCESS;\n";
     o << "  if (cx.finished()) return cx.finish();\n";
+    bool reads_regions = false;
+    used_top_fns(&reads_regions);
+    if (reads_regions)  // region built-ins: the communicator's layout, bound before the plan lookup (its key)
+      o << "  if ((rc = bine::mpi::bind_regions(cx)) != MPI_SUCCESS) return rc;\n";
     o << "  // A call of the same shape as an earlier one replays its rounds (persistent plan).\n";
     o << "  static thread_local bine::mpi::PlanCache bine_plans;\n";
     o << "  if ((rc = cx.plan(bine_plans)) != MPI_SUCCESS) return rc;\n";
@@ -236,10 +240,7 @@ class Emitter {
     o << ind << "const bool commutative = cx.commutative();\n";
     o << ind << "(void)p; (void)r; (void)root_; (void)commutative;\n";
     // Top-level fns first: params may call them (they cannot see params).
-    bool reads_regions = false;
-    const std::vector<bool> used = used_top_fns(&reads_regions);
-    if (reads_regions)  // region built-ins: the layout of the communicator (bine/mpi_regions.hpp)
-      o << ind << "if ((rc = bine::mpi::bind_regions(cx)) != MPI_SUCCESS) return rc;\n";
+    const std::vector<bool> used = used_top_fns();
     for (size_t i = 0; i < rp_.program->fns.size(); ++i)
       if (used[i]) fn(rp_.program->fns[i], ind);
     for (const Binding& b : rp_.params)

@@ -212,6 +212,9 @@ class PlanContext {
   int mirror(int id, bool fold_epilogue = false) { return pipe_.mirror(sink_, id, fold_epilogue); }
 
   int64_t real_p() const { return q_.p; }
+  /// The region layout's fingerprint (bine/mpi_regions.hpp): a device plan is built per
+  /// call shape on the host from BINE_REGIONS, which the call shape does not vary.
+  void set_region_key(uint64_t) {}
 
   // ---- for the plan builder ----
   const std::string& error() const { return error_; }

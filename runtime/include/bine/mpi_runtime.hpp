@@ -327,8 +327,9 @@ struct PlanKey {
   bool commutative;
   int64_t segment_env;  ///< BINE_SEGMENT_BYTES, -1 when unset
   bool packed;          ///< the working buffer holds a non-contiguous datatype packed
+  uint64_t regions;     ///< the region layout's fingerprint (bind_regions), 0 when the body reads none
   friend bool operator==(const PlanKey& a, const PlanKey& b) {
-    return a.packed == b.packed && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root &&
+    return a.packed == b.packed && a.regions == b.regions && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root &&
            a.count == b.count && a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems &&
            a.commutative == b.commutative && a.segment_env == b.segment_env;
   }
@@ -817,7 +818,7 @@ class BasicContext {
     }
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
     const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
-                    elem_bytes_, block_elems_, commutative(), segment_env(), packed_};
+                    elem_bytes_, block_elems_, commutative(), segment_env(), packed_, region_key_};
     if (async_) {  // a nonblocking start: the plan (built by a dry run just before) runs in progress()
       async_plan_ = cache.find_shared(k);
       if (!async_plan_) return fail(MPI_ERR_INTERN, "internal error: a nonblocking start without a plan");
@@ -931,6 +932,9 @@ class BasicContext {
   int64_t p() const { return pipe_.p(); }
   int64_t r() const { return pipe_.r(); }
   int64_t root() const { return pipe_.root(); }
+  /// The fingerprint of the region layout bound for this call (bine/mpi_regions.hpp), part
+  /// of the plan key. Call before plan().
+  void set_region_key(uint64_t key) { region_key_ = key; }
   /// The communicator of the call (bine/mpi_regions.hpp reads its nodes).
   MPI_Comm comm() const { return comm_; }
   /// True when the operator is commutative (the `commutative` name of the language).
@@ -1735,6 +1739,7 @@ class BasicContext {
   PlanCache* own_plans_ = nullptr;   ///< use_plans(): a persistent collective's cache
   bool dry_ = false;                 ///< dry_run(): build the plan, move no data
   PlanKey key_{};                    ///< the call's shape (plan())
+  uint64_t region_key_ = 0;          ///< set_region_key(): the bound region layout's fingerprint
   bool replayed_ = false;            ///< plan() replayed a persistent plan
   bool async_ = false;               ///< start_nonblocking(): plan() starts, progress() runs
   std::unique_ptr<BufferPool> own_pool_;  ///< a nonblocking call's buffers (else the thread's)
