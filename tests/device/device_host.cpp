@@ -141,21 +141,6 @@ struct RankBuffers {
   std::vector<char> in, out, work, stage;
 };
 
-void buffer_elems(Collective c, int64_t p, int64_t rank, int64_t root, uint64_t count, uint64_t& in, uint64_t& out) {
-  const bool at_root = rank == root;
-  const uint64_t all = count * uint64_t(p);
-  switch (c) {
-    case Collective::allgather: in = count, out = all; break;
-    case Collective::gather: in = count, out = at_root ? all : 0; break;
-    case Collective::scatter: in = at_root ? all : 0, out = count; break;
-    case Collective::alltoall: in = all, out = all; break;
-    case Collective::reduce_scatter: in = all, out = count; break;
-    case Collective::reduce: in = count, out = at_root ? count : 0; break;
-    case Collective::bcast: in = at_root ? count : 0, out = count; break;
-    default: in = count, out = count; break;
-  }
-}
-
 struct Case {
   const Schedule* s;
   int64_t p, root;

@@ -228,3 +228,44 @@ inline int64_t set_size(const BlockSet& s) { return s.size(); }
 /// Whether block i is in s (the language's contains()).
 inline bool set_contains(const BlockSet& s, int64_t i) { return s.contains(i); }
 }  // namespace bine
+
+namespace bine {
+/// buf(j, S) of a schedule body (docs/language.md, `scratch`): blocks S of working buffer j
+/// (0: the vector, 1..K: the scratch buffers, each of B blocks), i.e. indices j * B + S. A
+/// domain error and the empty set outside 0..K. Shared by every runtime's context.
+inline BlockSet buffer_blocks(int64_t j, const BlockSet& s, int64_t K, int64_t B) {
+  if (j < 0 || j > K) {
+    domain_error("buf() names a buffer outside 0..K (the 'scratch' count)");
+    return {};
+  }
+  return s.shifted(j * B);
+}
+/// bufs(a, b, S): blocks S of buffers a .. b-1; a domain error unless 0 <= a <= b <= K + 1.
+inline BlockSet buffers_blocks(int64_t a, int64_t b, const BlockSet& s, int64_t K, int64_t B) {
+  if (a < 0 || a > b || b > K + 1) {
+    domain_error("bufs() names buffers outside 0..K (the 'scratch' count)");
+    return {};
+  }
+  if (s == BlockSet::all(B)) return BlockSet::range(a * B, b * B, (K + 1) * B);
+  BlockSet out;
+  for (int64_t j = a; j < b; ++j) out = out | s.shifted(j * B);
+  return out;
+}
+/// `permute`'s map f on blocks 0..B-1 as the table to[j] = f(j); false (and a domain error)
+/// unless f is a bijection on [0, B).
+template <class F>
+bool block_permutation(F f, int64_t B, std::vector<int64_t>& to) {
+  to.assign(size_t(B), 0);
+  std::vector<char> hit(size_t(B), 0);
+  for (int64_t j = 0; j < B; ++j) {
+    const int64_t d = f(j);
+    if (d < 0 || d >= B || hit[size_t(d)]) {
+      domain_error("permute is not a bijection on the blocks");
+      return false;
+    }
+    hit[size_t(d)] = 1;
+    to[size_t(j)] = d;
+  }
+  return true;
+}
+}  // namespace bine

@@ -203,22 +203,7 @@ inline int check_stream(const Schedule& s, cudaStream_t stream, int device) {
   return BINE_CUDA_SUCCESS;
 }
 
-/// Element counts of the send and receive buffers of rank `rank` (API count `count`).
-inline void buffer_elems(Collective c, int64_t p, int64_t rank, int64_t root, uint64_t count, uint64_t& in,
-                         uint64_t& out) {
-  const bool at_root = rank == root;
-  const uint64_t all = count * uint64_t(p);
-  switch (c) {
-    case Collective::allgather: in = count, out = all; break;
-    case Collective::gather: in = count, out = at_root ? all : 0; break;
-    case Collective::scatter: in = at_root ? all : 0, out = count; break;
-    case Collective::alltoall: in = all, out = all; break;
-    case Collective::reduce_scatter: in = all, out = count; break;
-    case Collective::reduce: in = count, out = at_root ? count : 0; break;
-    case Collective::bcast: in = at_root ? count : 0, out = count; break;
-    default: in = count, out = count; break;
-  }
-}
+using dev::buffer_elems;
 
 /// In place, the NCCL way: the send and receive buffers are one (allreduce, reduce at the
 /// root, bcast at the root, scan, exscan, alltoall), or the rank's own block of the bigger

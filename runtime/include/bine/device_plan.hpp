@@ -165,24 +165,8 @@ class PlanContext {
     scratch_ = K;
     return kOk;
   }
-  BlockSet buf(int64_t j, const BlockSet& s) {
-    if (j < 0 || j > scratch_) {
-      domain_error("buf() names a buffer outside 0..K (the 'scratch' count)");
-      return {};
-    }
-    return s.shifted(j * geometry_blocks());
-  }
-  BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) {
-    if (a < 0 || a > b || b > scratch_ + 1) {
-      domain_error("bufs() names buffers outside 0..K (the 'scratch' count)");
-      return {};
-    }
-    const int64_t B = geometry_blocks();
-    if (s == BlockSet::all(B)) return BlockSet::range(a * B, b * B, (scratch_ + 1) * B);
-    BlockSet out;
-    for (int64_t j = a; j < b; ++j) out = out | s.shifted(j * B);
-    return out;
-  }
+  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_, geometry_blocks()); }
+  BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) { return buffers_blocks(a, b, s, scratch_, geometry_blocks()); }
   void local(const BlockSet& src, const BlockSet& dst, bool reduce) { pipe_.local(src, dst, reduce); }
   void begin_phase(int id) { pipe_.begin_phase(id); }
   void end_phase(int id) { pipe_.end_phase(id); }
@@ -191,19 +175,8 @@ class PlanContext {
   void recv(const BlockSet& set, int64_t peer, bool reduce) { pipe_.recv(set, peer, reduce); }
   template <class F>
   void permute(F f) {
-    const int64_t B = geometry_blocks();
-    std::vector<int64_t> to(size_t(B), 0);
-    std::vector<char> hit(size_t(B), 0);
-    for (int64_t j = 0; j < B; ++j) {
-      const int64_t d = f(j);
-      if (d < 0 || d >= B || hit[size_t(d)]) {
-        domain_error("permute is not a bijection on the blocks");
-        return;
-      }
-      hit[size_t(d)] = 1;
-      to[size_t(j)] = d;
-    }
-    pipe_.permute(std::move(to));
+    std::vector<int64_t> to;
+    if (block_permutation(f, geometry_blocks(), to)) pipe_.permute(std::move(to));
   }
   int end_round() {
     if (const int dr = fail_domain(); dr != kOk) return dr;
@@ -384,6 +357,25 @@ int bind_regions(Cx& cx) {
     return cx.fail(kErrOther, "BINE_REGIONS: %s", err.c_str());
   set_region_labels(labels);
   return kOk;
+}
+
+/// Element counts of rank `rank`'s send and receive buffers for API count `count` (0 where
+/// the collective has no such buffer on that rank: reduce and gather off the root, bcast
+/// and scatter's send side off the root).
+inline void buffer_elems(Collective c, int64_t p, int64_t rank, int64_t root, uint64_t count, uint64_t& in,
+                         uint64_t& out) {
+  const bool at_root = rank == root;
+  const uint64_t all = count * uint64_t(p);
+  switch (c) {
+    case Collective::allgather: in = count, out = all; break;
+    case Collective::gather: in = count, out = at_root ? all : 0; break;
+    case Collective::scatter: in = at_root ? all : 0, out = count; break;
+    case Collective::alltoall: in = all, out = all; break;
+    case Collective::reduce_scatter: in = all, out = count; break;
+    case Collective::reduce: in = count, out = at_root ? count : 0; break;
+    case Collective::bcast: in = at_root ? count : 0, out = count; break;
+    default: in = count, out = count; break;
+  }
 }
 
 /// A generated body (bine_body_<function>).

@@ -1021,24 +1021,10 @@ class BasicContext {
   }
   /// buf(j, S): blocks S of buffer j (0: the vector, 1..K: the scratch buffers), i.e. the
   /// block indices j * B + S. A domain error (MPI_ERR_OTHER) outside 0..K.
-  BlockSet buf(int64_t j, const BlockSet& s) {
-    if (j < 0 || j > scratch_buffers_) {
-      domain_error("buf() names a buffer outside 0..K (the 'scratch' count)");
-      return {};
-    }
-    return s.shifted(j * geometry_blocks());
-  }
+  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_buffers_, geometry_blocks()); }
   /// bufs(a, b, S): blocks S of buffers a .. b-1; a domain error unless 0 <= a <= b <= K + 1.
   BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) {
-    if (a < 0 || a > b || b > scratch_buffers_ + 1) {
-      domain_error("bufs() names buffers outside 0..K (the 'scratch' count)");
-      return {};
-    }
-    const int64_t B = geometry_blocks();
-    if (s == BlockSet::all(B)) return BlockSet::range(a * B, b * B, (scratch_buffers_ + 1) * B);
-    BlockSet out;
-    for (int64_t j = a; j < b; ++j) out = out | s.shifted(j * B);
-    return out;
+    return buffers_blocks(a, b, s, scratch_buffers_, geometry_blocks());
   }
   /// `reduce src into dst` / `copy src into dst`: applied after the round's receives, in
   /// program order; the k-th block of src goes to the k-th block of dst (reduce:
@@ -1059,19 +1045,8 @@ class BasicContext {
   /// block j moves to block f(j). f must be a bijection on [0, B), else MPI_ERR_OTHER.
   template <class F>
   void permute(F f) {
-    const int64_t B = geometry_blocks();
-    std::vector<int64_t> to(static_cast<size_t>(B), 0);
-    std::vector<char> hit(static_cast<size_t>(B), 0);
-    for (int64_t j = 0; j < B; ++j) {
-      const int64_t d = f(j);
-      if (d < 0 || d >= B || hit[size_t(d)]) {
-        domain_error("permute is not a bijection on the blocks");
-        return;
-      }
-      hit[size_t(d)] = 1;
-      to[size_t(j)] = d;
-    }
-    pipe_.permute(std::move(to));
+    std::vector<int64_t> to;
+    if (block_permutation(f, geometry_blocks(), to)) pipe_.permute(std::move(to));
   }
   /// Ends the round: posts its transfers, waits for them, then applies its reductions,
   /// local statements and permutations (through the pipeline, which logs it for mirrors
