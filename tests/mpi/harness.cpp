@@ -411,6 +411,40 @@ void scatterv_case(const RootedVEntry<ScattervFn>& e, int layout, bool shuffled,
   if (strided) MPI_Type_free(&type);
 }
 
+/// A root that refuses its arguments (gatherv: NULL recvcounts; scatterv: MPI_IN_PLACE as
+/// its send buffer) fails with its own error, and the other ranks, told so by the counts
+/// broadcast, fail with MPI_ERR_OTHER naming the root instead of waiting for its messages.
+/// The next call must then work again (nothing left in flight).
+void rooted_v_refusal_cases() {
+  const int root = size - 1;
+  const bool at_root = rank == root;
+  int one = 1;
+  std::vector<size_t> c(size_t(size), 1), d(size_t(size), 0);
+  for (int b = 0; b < size; ++b) d[size_t(b)] = size_t(b);
+  std::vector<int> buf(size_t(size), 0);
+  auto expect = [&](const char* name, int rc, int root_class, const char* root_needle) {
+    ++cases;
+    int cls = rc;
+    MPI_Error_class(rc, &cls);
+    const std::string text = bcc_last_error();
+    const std::string tag = std::string(name) + " p=" + std::to_string(size) + " refused at the root";
+    if (at_root ? cls != root_class || text.find(root_needle) == std::string::npos
+                : size > 1 && (rc != MPI_ERR_OTHER || text.find("the root (rank " + std::to_string(root) + ") refused") ==
+                                                          std::string::npos))
+      fail(tag + ": rc " + std::to_string(rc) + " '" + text + "'");
+  };
+  for (const auto& e : kGatherv) {
+    const int rc = at_root ? e.fn(&one, 1, MPI_INT, buf.data(), nullptr, d.data(), MPI_INT, root, MPI_COMM_WORLD)
+                           : e.fn(&one, 1, MPI_INT, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    expect(e.name, rc, MPI_ERR_ARG, "the recvcounts array is NULL");
+  }
+  for (const auto& e : kScatterv) {
+    const int rc = at_root ? e.fn(MPI_IN_PLACE, c.data(), d.data(), MPI_INT, buf.data(), 1, MPI_INT, root, MPI_COMM_WORLD)
+                           : e.fn(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, &one, 1, MPI_INT, root, MPI_COMM_WORLD);
+    expect(e.name, rc, MPI_ERR_ARG, "MPI_IN_PLACE given as the root's send buffer");
+  }
+}
+
 /// A barrier against its definition: no rank leaves before every rank has entered. Every
 /// rank increments a counter in memory shared by the node's ranks (MPI_Win_allocate_shared;
 /// the test runs on one node) just before it enters; in round k rank k mod p first sleeps
@@ -849,6 +883,7 @@ int run_check() {
               for (const auto& e : kGatherv) gatherv_case(e, layout, shuffled, strided, ip, root);
               for (const auto& e : kScatterv) scatterv_case(e, layout, shuffled, strided, ip, root);
             }
+  if (!persistent && !nonblocking && !fatal_handler) rooted_v_refusal_cases();
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);
