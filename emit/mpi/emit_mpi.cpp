@@ -53,17 +53,54 @@ Signature signature(Collective c) {
 
 }  // namespace
 
-/// The irregular form of an allgather schedule (MPI_Allgatherv with size_t counts).
-const char* const kAllgathervParams =
-    "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
-    "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm";
-const char* const kAllgathervNames = "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm";
+namespace {
 
-/// Whether a schedule gets an irregular `_v` form: an allgather whose every verified
-/// instance keeps each block's index (ProofSummary::keeps_blocks).
-bool has_irregular_form(const ScheduleDecl& s, const ProofSummary& proof) {
-  return s.collective == Collective::allgather && proof.keeps_blocks;
+/// The irregular (`v`) form of a collective: its parameters (the MPI v collective's, with
+/// size_t counts and displacements), the names in them, the Context call that starts it,
+/// the MPI collective it mirrors and what the header says about where the counts come from.
+struct IrregularForm {
+  const char* params;
+  const char* names;
+  const char* begin;
+  const char* mpi;
+  const char* counts;
+};
+/// The irregular form of `c`, or null when it has none.
+const IrregularForm* irregular_form(Collective c) {
+  static const IrregularForm allgatherv = {
+      "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
+      "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm",
+      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm", "begin_allgatherv",
+      "MPI_Allgatherv", "every rank passes the counts"};
+  static const IrregularForm gatherv = {
+      "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
+      "const size_t* displs, MPI_Datatype recvtype, int root, MPI_Comm comm",
+      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm", "begin_gatherv",
+      "MPI_Gatherv",
+      "recvcounts, displs, recvtype, recvbuf read at the root only;\n/// the root first broadcasts the block sizes "
+      "(one extra MPI_Ibcast of p + 1 integers)"};
+  static const IrregularForm scatterv = {
+      "const void* sendbuf, const size_t* sendcounts, const size_t* displs, MPI_Datatype sendtype, void* recvbuf, "
+      "size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
+      "sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm", "begin_scatterv",
+      "MPI_Scatterv",
+      "sendbuf, sendcounts, displs, sendtype read at the root only;\n/// the root first broadcasts the block sizes "
+      "(one extra MPI_Ibcast of p + 1 integers)"};
+  switch (c) {
+    case Collective::allgather: return &allgatherv;
+    case Collective::gather: return &gatherv;
+    case Collective::scatter: return &scatterv;
+    default: return nullptr;
+  }
 }
+
+/// Whether a schedule gets an irregular `_v` form: an allgather, gather or scatter whose
+/// every verified instance keeps each block's index (ProofSummary::keeps_blocks).
+bool has_irregular_form(const ScheduleDecl& s, const ProofSummary& proof) {
+  return irregular_form(s.collective) && proof.keeps_blocks;
+}
+
+}  // namespace
 
 std::string emitted_prototype(const ScheduleDecl& s, const std::string& prefix) {
   return "int " + emitted_function_name(s, prefix) + "(" + signature(s.collective).params + ")";
@@ -186,13 +223,14 @@ class Emitter {
     persistent(fname);
     nonblocking(fname);
     if (has_irregular_form(sd_, proof)) {
-      o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << kAllgathervParams << ") {\n";
-      o << "  const int rc = cx.begin_allgatherv(" << kAllgathervNames << ");\n";
+      const IrregularForm& v = *irregular_form(sd_.collective);
+      o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << v.params << ") {\n";
+      o << "  const int rc = cx." << v.begin << "(" << v.names << ");\n";
       o << "  if (rc != MPI_SUCCESS) return rc;\n";
       o << "  return bine_body_" << fname << "(cx);\n}\n";
-      o << "extern \"C\" int " << fname << "_v(" << kAllgathervParams << ") {\n";
+      o << "extern \"C\" int " << fname << "_v(" << v.params << ") {\n";
       o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
-      o << "  return cx.result(bine_run_" << fname << "_v(cx, " << kAllgathervNames << "));\n}\n";
+      o << "  return cx.result(bine_run_" << fname << "_v(cx, " << v.names << "));\n}\n";
     }
     return o.str();
   }
@@ -747,11 +785,14 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
       << "/// datatype, operator, `requires`), then *plan is untouched; MPI_ERR_ARG for a NULL plan.\n";
     o << "int " << fname(*schedules[i]) << "_init(" << signature(schedules[i]->collective).params << ", " << plan_t
       << "* plan);\n";
-    if (has_irregular_form(*schedules[i], proofs[i]))
-      o << "/// The irregular form (MPI_Allgatherv, size_t counts and displacements in recvtype extents):\n"
+    if (has_irregular_form(*schedules[i], proofs[i])) {
+      const IrregularForm& v = *irregular_form(schedules[i]->collective);
+      o << "/// The irregular form (" << v.mpi << ", size_t counts and displacements in extents of the\n"
+        << "/// counted type; " << v.counts << "):\n"
         << "/// every message of the schedule keeps its blocks' indices, so the proof holds for any\n"
         << "/// block sizes. No persistent plan (rounds built each call).\n"
-        << "int " << fname(*schedules[i]) << "_v(" << kAllgathervParams << ");\n";
+        << "int " << fname(*schedules[i]) << "_v(" << v.params << ");\n";
+    }
     o << "/// The nonblocking form: starts " << fname(*schedules[i]) << " and sets *request (" << prefix << "wait).\n";
     o << "int " << fname(*schedules[i]) << "_i(" << signature(schedules[i]->collective).params << ", " << req_t
       << "* request);\n";
@@ -782,10 +823,16 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
           << (proofs[i].same_bracketing ? 1 : 0) << ")";
     o << "\n";
   }
-  o << "#define " << macro_prefix << "ALLGATHERV_SCHEDULES(X)";  // the irregular forms
-  for (size_t i = 0; i < schedules.size(); ++i)
-    if (has_irregular_form(*schedules[i], proofs[i])) o << " \\\n  X(" << fname(*schedules[i]) << "_v, 1, 1)";
-  o << "\n\n";
+  for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter}) {  // the irregular forms
+    std::string up = collective_name(c);
+    for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    o << "#define " << macro_prefix << up << "V_SCHEDULES(X)";
+    for (size_t i = 0; i < schedules.size(); ++i)
+      if (schedules[i]->collective == c && has_irregular_form(*schedules[i], proofs[i]))
+        o << " \\\n  X(" << fname(*schedules[i]) << "_v, 1, 1)";
+    o << "\n";
+  }
+  o << "\n";
   o << "#if defined(__cplusplus) && defined(BINE_IMPLEMENTATION)\n#include <cstdint>\n#include <new>\n\n#include \"bine/mpi_runtime.hpp\"\n\n";
   o << "struct " << plan_t << "_s {\n  virtual ~" << plan_t << "_s() = default;\n  virtual int start() = 0;\n"
     << "  bine::mpi::PlanCache plans;  ///< this plan's rounds, built by _init's dry run\n};\n";

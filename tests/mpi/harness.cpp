@@ -53,6 +53,17 @@ struct VEntry {
 };
 #define BINE_VENTRY(f, order, same) {#f, f},
 const std::vector<VEntry> kAllgatherv = {BCC_ALLGATHERV_SCHEDULES(BINE_VENTRY)};
+using GathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, int,
+                          MPI_Comm);
+using ScattervFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
+                           MPI_Comm);
+template <class F>
+struct RootedVEntry {
+  const char* name;
+  F fn;
+};
+const std::vector<RootedVEntry<GathervFn>> kGatherv = {BCC_GATHERV_SCHEDULES(BINE_VENTRY)};
+const std::vector<RootedVEntry<ScattervFn>> kScatterv = {BCC_SCATTERV_SCHEDULES(BINE_VENTRY)};
 /// check-persistent: every call goes through the function's persistent form (_init, then
 /// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
 /// shift again, then bcc_plan_free).
@@ -259,26 +270,36 @@ void scan_case(const AllreduceEntry& e, bool exclusive, MPI_Datatype dt, MPI_Op 
 /// the in-recvbuf path) or in reverse rank order with gaps of 3 elements; datatypes MPI_INT
 /// and a resized int (extent 2 ints: every other int, non-contiguous); in place or not. The
 /// gaps of recvbuf must keep their sentinel.
-void allgatherv_case(const VEntry& e, int layout, bool shuffled, bool strided, bool in_place) {
+/// The block layout of an irregular case (see allgatherv_case): counts and displacements
+/// per rank; returns the elements recvbuf / sendbuf spans (displacements and gaps included).
+/// `heavy`: the rank holding 99% under layout 2; `salt`: varies the seeded counts.
+int v_layout(int layout, bool shuffled, int heavy, int salt, std::vector<int>& counts, std::vector<int>& displs) {
   const int p = size;
-  std::vector<int> counts(size_t(p), 0);
-  uint32_t seed = uint32_t(layout * 7919 + p * 31 + data_salt);
+  counts.assign(size_t(p), 0);
+  uint32_t seed = uint32_t(layout * 7919 + p * 31 + data_salt + salt * 104729);
   for (int b = 0; b < p; ++b) {
     seed = seed * 1103515245u + 12345u;
     switch (layout) {
       case 0: counts[size_t(b)] = int((seed >> 16) % 10); break;
       case 1: counts[size_t(b)] = b % 2 ? 0 : 1 + b; break;
-      case 2: counts[size_t(b)] = b == p / 2 ? 990 : (b % 3 == 0 ? 1 : 0); break;
+      case 2: counts[size_t(b)] = b == heavy ? 990 : (b % 3 == 0 ? 1 : 0); break;
       default: counts[size_t(b)] = 0; break;
     }
   }
-  std::vector<int> displs(size_t(p), 0);
+  displs.assign(size_t(p), 0);
   int at = 0;
   for (int k = 0; k < p; ++k) {
     const int b = shuffled ? p - 1 - k : k;
     displs[size_t(b)] = at;
     at += counts[size_t(b)] + (shuffled ? 3 : 0);
   }
+  return at;
+}
+
+void allgatherv_case(const VEntry& e, int layout, bool shuffled, bool strided, bool in_place) {
+  const int p = size;
+  std::vector<int> counts, displs;
+  const int at = v_layout(layout, shuffled, p / 2, 0, counts, displs);
   MPI_Datatype type = MPI_INT;
   if (strided) {
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &type);
@@ -305,6 +326,123 @@ void allgatherv_case(const VEntry& e, int layout, bool shuffled, bool strided, b
   if (rc != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(rc) + " " + bcc_last_error());
   else if (got != want) fail(tag + ": differs from MPI_Allgatherv");
   if (strided) MPI_Type_free(&type);
+}
+
+/// Gatherv against MPI_Gatherv on the same layout (v_layout(): seeded random counts, zero
+/// counts on every other rank, 99% of the data on one rank, all zero; displacements in
+/// rank order, the root's in-recvbuf path, or reversed with gaps), MPI_INT or the resized
+/// int (non-contiguous), the root's send buffer MPI_IN_PLACE or not. Ranks other than the
+/// root pass NULL counts, displacements and receive buffer and MPI_DATATYPE_NULL as
+/// recvtype (significant at the root only). The root's gaps must keep their sentinel.
+void gatherv_case(const RootedVEntry<GathervFn>& e, int layout, bool shuffled, bool strided, bool in_place, int root) {
+  const int p = size;
+  std::vector<int> counts, displs;
+  const int at = v_layout(layout, shuffled, (root + p / 2) % p, root, counts, displs);
+  MPI_Datatype type = MPI_INT;
+  if (strided) {
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &type);
+    MPI_Type_commit(&type);
+  }
+  const int k = strided ? 2 : 1;  // ints per element of the type
+  const size_t total = size_t(at + 1) * size_t(k);
+  const int mine = counts[size_t(rank)];
+  std::vector<int> send(size_t(mine) * size_t(k)), want(total, -5), got(total, -5);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = (i % size_t(k)) ? -9 : value<int>(rank + 7 * root, i);
+  MPI_Gatherv(send.data(), mine, type, want.data(), counts.data(), displs.data(), type, root, MPI_COMM_WORLD);
+  std::vector<size_t> c(counts.begin(), counts.end()), d(displs.begin(), displs.end());
+  const bool at_root = rank == root;
+  int rc;
+  if (in_place && at_root) {
+    for (size_t i = 0; i < send.size(); i += size_t(k))  // the type map's ints only: the gaps keep -5
+      got[size_t(displs[size_t(rank)]) * size_t(k) + i] = send[i];
+    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
+  } else if (at_root) {
+    rc = e.fn(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(send.data(), size_t(mine), type, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " root=" + std::to_string(root) +
+                          " layout " + std::to_string(layout) + (shuffled ? " shuffled" : "") +
+                          (strided ? " strided" : "") + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(rc) + " " + bcc_last_error());
+  else if (at_root && got != want) fail(tag + ": differs from MPI_Gatherv");
+  if (strided) MPI_Type_free(&type);
+}
+
+/// Scatterv against MPI_Scatterv on the layouts of gatherv_case; MPI_IN_PLACE as the root's
+/// receive buffer or not. Ranks other than the root pass a NULL send buffer, NULL counts and
+/// displacements and MPI_DATATYPE_NULL as sendtype. The root's send buffer must be left
+/// untouched, the receive buffers' gaps (resized int) keep their sentinel.
+void scatterv_case(const RootedVEntry<ScattervFn>& e, int layout, bool shuffled, bool strided, bool in_place, int root) {
+  const int p = size;
+  std::vector<int> counts, displs;
+  const int at = v_layout(layout, shuffled, (root + p / 2) % p, root + 1, counts, displs);
+  MPI_Datatype type = MPI_INT;
+  if (strided) {
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &type);
+    MPI_Type_commit(&type);
+  }
+  const int k = strided ? 2 : 1;  // ints per element of the type
+  const bool at_root = rank == root;
+  std::vector<int> send(at_root ? size_t(at + 1) * size_t(k) : 0);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value<int>(root + 11, i);
+  const std::vector<int> copy = send;
+  const int mine = counts[size_t(rank)];
+  std::vector<int> want(size_t(mine) * size_t(k), -5), got(want.size(), -5);
+  MPI_Scatterv(send.data(), counts.data(), displs.data(), type, want.data(), mine, type, root, MPI_COMM_WORLD);
+  std::vector<size_t> c(counts.begin(), counts.end()), d(displs.begin(), displs.end());
+  int rc;
+  if (in_place && at_root) {
+    rc = e.fn(send.data(), c.data(), d.data(), type, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    got = want;  // nothing moves at the root
+  } else if (at_root) {
+    rc = e.fn(send.data(), c.data(), d.data(), type, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
+  } else {
+    rc = e.fn(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " root=" + std::to_string(root) +
+                          " layout " + std::to_string(layout) + (shuffled ? " shuffled" : "") +
+                          (strided ? " strided" : "") + (in_place ? " in-place" : "");
+  if (rc != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(rc) + " " + bcc_last_error());
+  else if (got != want) fail(tag + ": differs from MPI_Scatterv");
+  if (send != copy) fail(tag + ": root's send buffer modified");
+  if (strided) MPI_Type_free(&type);
+}
+
+/// A root that refuses its arguments (gatherv: NULL recvcounts; scatterv: MPI_IN_PLACE as
+/// its send buffer) fails with its own error, and the other ranks, told so by the counts
+/// broadcast, fail with MPI_ERR_OTHER naming the root instead of waiting for its messages.
+/// The next call must then work again (nothing left in flight).
+void rooted_v_refusal_cases() {
+  const int root = size - 1;
+  const bool at_root = rank == root;
+  int one = 1;
+  std::vector<size_t> c(size_t(size), 1), d(size_t(size), 0);
+  for (int b = 0; b < size; ++b) d[size_t(b)] = size_t(b);
+  std::vector<int> buf(size_t(size), 0);
+  auto expect = [&](const char* name, int rc, int root_class, const char* root_needle) {
+    ++cases;
+    int cls = rc;
+    MPI_Error_class(rc, &cls);
+    const std::string text = bcc_last_error();
+    const std::string tag = std::string(name) + " p=" + std::to_string(size) + " refused at the root";
+    if (at_root ? cls != root_class || text.find(root_needle) == std::string::npos
+                : size > 1 && (rc != MPI_ERR_OTHER || text.find("the root (rank " + std::to_string(root) + ") refused") ==
+                                                          std::string::npos))
+      fail(tag + ": rc " + std::to_string(rc) + " '" + text + "'");
+  };
+  for (const auto& e : kGatherv) {
+    const int rc = at_root ? e.fn(&one, 1, MPI_INT, buf.data(), nullptr, d.data(), MPI_INT, root, MPI_COMM_WORLD)
+                           : e.fn(&one, 1, MPI_INT, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    expect(e.name, rc, MPI_ERR_ARG, "the recvcounts array is NULL");
+  }
+  for (const auto& e : kScatterv) {
+    const int rc = at_root ? e.fn(MPI_IN_PLACE, c.data(), d.data(), MPI_INT, buf.data(), 1, MPI_INT, root, MPI_COMM_WORLD)
+                           : e.fn(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, &one, 1, MPI_INT, root, MPI_COMM_WORLD);
+    expect(e.name, rc, MPI_ERR_ARG, "MPI_IN_PLACE given as the root's send buffer");
+  }
 }
 
 /// A barrier against its definition: no rank leaves before every rank has entered. Every
@@ -736,6 +874,16 @@ int run_check() {
         for (bool shuffled : {false, true})
           for (bool strided : {false, true})
             for (bool ip : {false, true}) allgatherv_case(e, layout, shuffled, strided, ip);
+  if (!persistent && !nonblocking)  // every root, every layout, both orders, both types, in place or not
+    for (int root = 0; root < size; ++root)
+      for (int layout = 0; layout < 4; ++layout)
+        for (bool shuffled : {false, true})
+          for (bool strided : {false, true})
+            for (bool ip : {false, true}) {
+              for (const auto& e : kGatherv) gatherv_case(e, layout, shuffled, strided, ip, root);
+              for (const auto& e : kScatterv) scatterv_case(e, layout, shuffled, strided, ip, root);
+            }
+  if (!persistent && !nonblocking && !fatal_handler) rooted_v_refusal_cases();
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);

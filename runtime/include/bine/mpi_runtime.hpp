@@ -706,6 +706,103 @@ class BasicContext {
     announce();
     return MPI_SUCCESS;
   }
+  /// Gatherv to root (MPI_Gatherv, with size_t counts and displacements): rank i's sendbuf
+  /// (sendcount x sendtype; MPI_IN_PLACE at the root: its block already lies at
+  /// displs[root] of recvbuf) ends at displs[i] (in extents of recvtype) of the root's
+  /// recvbuf, recvcounts[i] elements of recvtype. recvcounts, displs, recvtype and recvbuf
+  /// are read at the root only (NULL elsewhere is fine). Only the root knows the block
+  /// sizes, so share_block_bytes() first broadcasts them from it (one MPI_Bcast of p + 1
+  /// integers); every rank then lays block b at bytes [voff_[b], voff_[b + 1]) of its
+  /// working buffer, as begin_allgatherv does. The root works in recvbuf itself when
+  /// recvtype is contiguous and the displacements are the counts' prefix sums, else in
+  /// internal memory unpacked to the displacements at the end; the other ranks in internal
+  /// memory. Only schedules whose messages keep every block's index (VerifyResult::
+  /// keeps_blocks) get this form. No persistent plan.
+  int begin_gatherv(const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const size_t* recvcounts, const size_t* displs, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    kind_ = Collective::gather;
+    int rc = begin_irregular(comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    const bool at_root = rank_ == root_;
+    TypeShape rs, ss;
+    bool direct = false;  // the root's blocks already lie in rank order in recvbuf
+    int root_rc = MPI_SUCCESS;
+    if (at_root) {  // every check of the root's arguments happens before the broadcast
+      root_rc = root_block_bytes(recvcounts, displs, recvtype, rs, recvbuf, "receive buffer at the root", &direct);
+      if (root_rc == MPI_SUCCESS && recvbuf == MPI_IN_PLACE) root_rc = arg_error(MPI_ERR_ARG, kInPlaceRecv);
+      if (root_rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        root_rc = check_own_block(sendbuf, sendcount, sendtype, ss, "send buffer");
+    }
+    if ((rc = share_block_bytes(root_rc)) != MPI_SUCCESS) return rc;
+    if (!at_root) {
+      if (sendbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
+      if ((rc = check_own_block(sendbuf, sendcount, sendtype, ss, "send buffer")) != MPI_SUCCESS)
+        return rc;
+    }
+    if ((rc = working_blocks(direct ? recvbuf : nullptr)) != MPI_SUCCESS) return rc;
+    char* home = static_cast<char*>(buf_) + voff_[size_t(rank_)];
+    if (sendbuf != MPI_IN_PLACE)
+      rc = copy_in(sendbuf, sendcount, sendtype, ss, home);
+    else if (!direct)
+      rc = copy_in(static_cast<char*>(recvbuf) + MPI_Aint(displs[rank_]) * rs.extent, recvcounts[rank_], recvtype,
+                   rs, home);
+    if (rc != MPI_SUCCESS) return rc;
+    if (at_root && !direct) {
+      vout_ = recvbuf;
+      vcounts_ = recvcounts;
+      vdispls_ = displs;
+      unpack_type_ = recvtype;
+      unpack_shape_ = rs;
+    }
+    announce();
+    return MPI_SUCCESS;
+  }
+  /// Scatterv from root (MPI_Scatterv, with size_t counts and displacements): sendcounts[i]
+  /// elements of sendtype at displs[i] (in extents of sendtype) of the root's sendbuf end in
+  /// rank i's recvbuf (recvcount x recvtype; MPI_IN_PLACE at the root: nothing is written
+  /// there). sendbuf, sendcounts, displs and sendtype are read at the root only. The block
+  /// sizes are broadcast from the root first (share_block_bytes()), as for gatherv; every
+  /// rank works in internal memory laid out by voff_ (the root copies, or packs, each block
+  /// from its displacement into it, so sendbuf is only read). Only schedules whose messages
+  /// keep every block's index get this form. No persistent plan.
+  int begin_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, MPI_Datatype sendtype,
+                     void* recvbuf, size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    kind_ = Collective::scatter;
+    int rc = begin_irregular(comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    const bool at_root = rank_ == root_;
+    const bool out = !(at_root && recvbuf == MPI_IN_PLACE);
+    TypeShape ss, rs;
+    int root_rc = MPI_SUCCESS;
+    if (at_root) {  // every check of the root's arguments happens before the broadcast
+      root_rc = root_block_bytes(sendcounts, displs, sendtype, ss, sendbuf, "send buffer at the root", nullptr);
+      if (root_rc == MPI_SUCCESS && sendbuf == MPI_IN_PLACE) root_rc = arg_error(MPI_ERR_ARG, kInPlaceSend);
+      if (root_rc == MPI_SUCCESS && out)
+        root_rc = check_own_block(recvbuf, recvcount, recvtype, rs, "receive buffer");
+    }
+    if ((rc = share_block_bytes(root_rc)) != MPI_SUCCESS) return rc;
+    if (!at_root) {
+      if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceNonRoot);
+      if ((rc = check_own_block(recvbuf, recvcount, recvtype, rs, "receive buffer")) != MPI_SUCCESS)
+        return rc;
+    }
+    if ((rc = working_blocks(nullptr)) != MPI_SUCCESS) return rc;
+    if (at_root)
+      for (int64_t b = 0; b < size_; ++b) {
+        if (b == rank_ && !out) continue;  // in place: the root's own block stays where it is
+        rc = copy_in(static_cast<const char*>(sendbuf) + MPI_Aint(displs[b]) * ss.extent, sendcounts[b], sendtype, ss,
+                     static_cast<char*>(buf_) + voff_[size_t(b)]);
+        if (rc != MPI_SUCCESS) return rc;
+      }
+    if (out) {
+      if (rs.contiguous)
+        out_ = recvbuf;
+      else
+        set_unpack(recvbuf, voff_[size_t(rank_)], recvcount, recvtype, rs);
+    }
+    announce();
+    return MPI_SUCCESS;
+  }
   /// Alltoall: block j of rank i's sendbuf (p blocks of sendcount x sendtype, or recvbuf
   /// with MPI_IN_PLACE) ends in block i of rank j's recvbuf. Works on an internal copy of
   /// p blocks, copied (or unpacked) to recvbuf by finish().
@@ -914,7 +1011,10 @@ class BasicContext {
           return rc;
         }
       }
-    if (out_ && block_elems_ > 0)
+    if (out_ && !voff_.empty()) {  // irregular (scatterv): this rank's block, voff_ sized
+      const uint64_t n = voff_[size_t(rank_) + 1] - voff_[size_t(rank_)];
+      if (n > 0) std::memcpy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)], n);
+    } else if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
     if (unpack_to_ && unpack_count_ > 0) {
@@ -1315,6 +1415,86 @@ class BasicContext {
     count_ = block_elems_ * uint64_t(size_);
     return MPI_SUCCESS;
   }
+  /// The common start of the rooted irregular forms (gatherv, scatterv): communicator and
+  /// root (errors here are the same on every rank), rank-indexed blocks moved as bytes, no
+  /// persistent plan, vbytes_ sized for share_block_bytes().
+  int begin_irregular(MPI_Comm comm, int root) {
+    const int rc = begin(nullptr, 0, MPI_BYTE, comm, root);
+    if (rc != MPI_SUCCESS) return rc;
+    blocked_ = true;
+    block_elems_ = 0;
+    no_plans_ = true;
+    vbytes_.assign(size_t(size_) + 1, 0);
+    return MPI_SUCCESS;
+  }
+  /// The root's counts and displacements (`counts_name`: the parameter's name) in elements
+  /// of `type` (shape to `s`) on `buf`: each block's bytes to vbytes_[b + 1]; *direct (when
+  /// given): `type` is contiguous and the displacements are the byte counts' prefix sums.
+  int root_block_bytes(const size_t* counts, const size_t* displs, MPI_Datatype type, TypeShape& s, const void* buf,
+                       const char* what, bool* direct) {
+    const char* counts_name = kind_ == Collective::gather ? "recvcounts" : "sendcounts";
+    if (!counts || !displs) return fail(MPI_ERR_ARG, "the %s array is NULL", counts ? "displs" : counts_name);
+    int rc;
+    if ((rc = shape_of(type, s)) != MPI_SUCCESS) return rc;
+    uint64_t at = 0;  // bytes of the blocks before b
+    bool dir = s.contiguous;
+    for (int64_t b = 0; b < size_; ++b) {
+      if ((rc = check_count(counts[b], s, 1)) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(buf, counts[b], s, what)) != MPI_SUCCESS) return rc;
+      const uint64_t bytes = uint64_t(counts[b]) * uint64_t(s.size);
+      dir &= counts[b] == 0 || uint64_t(displs[b]) * uint64_t(s.extent) == at;
+      vbytes_[size_t(b) + 1] = bytes;
+      if (__builtin_add_overflow(at, bytes, &at) || at > uint64_t(PTRDIFF_MAX))
+        return fail(error_code(MPI_ERR_COUNT, kCount), "the %s add up to more bytes than the address space holds",
+                    counts_name);
+    }
+    if (direct) *direct = dir;
+    return MPI_SUCCESS;
+  }
+  /// This rank's own block of a rooted irregular form (`count` x `type` at `buf`, shape to
+  /// `s`) against the size the root gave it (vbytes_): MPI_ERR_TRUNCATE when they differ.
+  int check_own_block(const void* buf, size_t count, MPI_Datatype type, TypeShape& s, const char* what) const {
+    int rc;
+    if ((rc = shape_of(type, s)) != MPI_SUCCESS) return rc;
+    if ((rc = check_count(count, s, 1)) != MPI_SUCCESS) return rc;
+    const uint64_t mine = vbytes_[size_t(rank_) + 1], bytes = uint64_t(count) * uint64_t(s.size);
+    if (bytes != mine)
+      return fail(error_code(MPI_ERR_TRUNCATE, kTruncate), "the %s holds %llu bytes, %s[%lld] at the root %llu", what,
+                  (unsigned long long)bytes, kind_ == Collective::gather ? "recvcounts" : "sendcounts",
+                  (long long)rank_, (unsigned long long)mine);
+    return check_buffer(buf, count, s, what);
+  }
+  /// The rooted irregular forms' one extra collective: only the root knows the block sizes,
+  /// and every rank needs them to size its messages and lay out its working buffer, so the
+  /// root broadcasts vbytes_ (p + 1 uint64_t: [0] nonzero when the root refused its
+  /// arguments, then block b's bytes at [b + 1]) with MPI_Ibcast on the call's communicator,
+  /// waited for by testing while other nonblocking calls of this process are advanced.
+  /// Every rank then sets voff_ (the prefix sums) and count_ the same way. A root that
+  /// refused returns its own error; the other ranks then fail with MPI_ERR_OTHER instead of
+  /// waiting for messages the root never sends.
+  int share_block_bytes(int root_rc) {
+    vbytes_[0] = root_rc == MPI_SUCCESS ? 0 : 1;
+    if (size_ > 1) {
+      MPI_Request rq = MPI_REQUEST_NULL;
+      int rc = MPI_Ibcast(vbytes_.data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, &rq);
+      if (rc != MPI_SUCCESS) return rc;
+      if (!nb_any_live()) {
+        rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+      } else {
+        for (int flag = 0; rc == MPI_SUCCESS && !flag;)
+          if ((rc = MPI_Test(&rq, &flag, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !flag) nb_progress_others();
+      }
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    if (root_rc != MPI_SUCCESS) return root_rc;
+    if (vbytes_[0] != 0)
+      return fail(MPI_ERR_OTHER, "the root (rank %lld) refused its arguments (its error text says why)",
+                  (long long)root_);
+    voff_.assign(size_t(size_) + 1, 0);
+    for (int64_t b = 0; b < size_; ++b) voff_[size_t(b) + 1] = voff_[size_t(b)] + vbytes_[size_t(b) + 1];
+    count_ = voff_.back();
+    return MPI_SUCCESS;
+  }
   /// The working buffer of the rank-indexed collectives: `user` (contiguous, p blocks) or
   /// internal memory.
   int working_blocks(void* user) {
@@ -1699,6 +1879,7 @@ class BasicContext {
   void* vout_ = nullptr;           ///< irregular: recvbuf, when the blocks go to displacements at the end
   const size_t* vcounts_ = nullptr;
   const size_t* vdispls_ = nullptr;
+  std::vector<uint64_t> vbytes_;   ///< gatherv, scatterv: the root's block sizes, broadcast (share_block_bytes())
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
