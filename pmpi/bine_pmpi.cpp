@@ -7,6 +7,7 @@
 // (BINE_PMPI_<COLLECTIVE>), and calls the PMPI_ function (the fallback) for every call the
 // generated schedules cannot serve. Every fallback is decided before any communication, from
 // arguments that agree on all ranks, so all ranks of a call take the same path.
+// Fortran (`mpif.h`, `use mpi`) reaches the same entry points through pmpi/fortran.cpp.
 // MPI_Init / MPI_Init_thread load the configuration; MPI_Finalize prints the report
 // (BINE_PMPI_REPORT=1) from rank 0 and then calls PMPI_Finalize.
 //
