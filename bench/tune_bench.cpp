@@ -26,16 +26,17 @@
 #include <string>
 #include <vector>
 
+#include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
 
 namespace {
 
-using ReduceAllFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
-using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
-using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
-using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
-using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
-using BarrierFn = int (*)(MPI_Comm);
+using bine::mpi::BarrierFn;
+using bine::mpi::BcastFn;
+using bine::mpi::BlocksFn;
+using bine::mpi::ReduceAllFn;
+using bine::mpi::ReduceFn;
+using bine::mpi::RootedBlocksFn;
 
 /// One candidate: a generated function (any of the types above) and its applicability.
 struct Entry {

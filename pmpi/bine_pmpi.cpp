@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #define BINE_IMPLEMENTATION
+#include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
 
 namespace {
@@ -63,12 +64,12 @@ struct Info {
   bool order_preserving;
 };
 
-using ReduceAllFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
-using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
-using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
-using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
-using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
-using BarrierFn = int (*)(MPI_Comm);
+using bine::mpi::BarrierFn;
+using bine::mpi::BcastFn;
+using bine::mpi::BlocksFn;
+using bine::mpi::ReduceAllFn;
+using bine::mpi::ReduceFn;
+using bine::mpi::RootedBlocksFn;
 
 #define BINE_PMPI_INFO(f, op, sb) {#f, f##_applicable, (op) != 0},
 #define BINE_PMPI_FN(f, op, sb) f,

@@ -1,0 +1,24 @@
+// bine/mpi_signatures.hpp: the function types of the MPI target's generated collectives
+// (docs/cli.md, "compile"), for code that holds them in tables: the PMPI library
+// (pmpi/bine_pmpi.cpp) and bine-tune-bench (bench/tune_bench.cpp).
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+
+namespace bine::mpi {
+
+/// allreduce, scan, exscan, reduce_scatter (sendbuf, recvbuf, count, datatype, op, comm).
+using ReduceAllFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
+/// bcast (buffer, count, datatype, root, comm).
+using BcastFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm);
+/// reduce (sendbuf, recvbuf, count, datatype, op, root, comm).
+using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm);
+/// allgather, alltoall (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm).
+using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
+/// gather, scatter (the same with root before comm).
+using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+/// barrier (comm).
+using BarrierFn = int (*)(MPI_Comm);
+
+}  // namespace bine::mpi
