@@ -2,7 +2,7 @@
 # Installs what bine-cc needs on Debian 12 (when missing) and builds it into build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(cmake g++ make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin
+pkgs=(cmake g++ gfortran make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin
   libclang-14-dev libclang-cpp14-dev llvm-14-dev clang-14 libglpk-dev libboost-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
