@@ -617,13 +617,7 @@ class BasicContext {
     else if (!direct)
       rc = copy_in(user, recvcounts[rank_], recvtype, rs, home);
     if (rc != MPI_SUCCESS) return rc;
-    if (!direct) {
-      vout_ = recvbuf;
-      vcounts_ = recvcounts;
-      vdispls_ = displs;
-      unpack_type_ = recvtype;
-      unpack_shape_ = rs;
-    }
+    if (!direct) set_irregular_out(recvbuf, recvcounts, displs, recvtype, rs);
     announce();
     return MPI_SUCCESS;
   }
@@ -747,13 +741,7 @@ class BasicContext {
       rc = copy_in(static_cast<char*>(recvbuf) + MPI_Aint(displs[rank_]) * rs.extent, recvcounts[rank_], recvtype,
                    rs, home);
     if (rc != MPI_SUCCESS) return rc;
-    if (at_root && !direct) {
-      vout_ = recvbuf;
-      vcounts_ = recvcounts;
-      vdispls_ = displs;
-      unpack_type_ = recvtype;
-      unpack_shape_ = rs;
-    }
+    if (at_root && !direct) set_irregular_out(recvbuf, recvcounts, displs, recvtype, rs);
     announce();
     return MPI_SUCCESS;
   }
@@ -1279,6 +1267,16 @@ class BasicContext {
       if (at >= first + count) break;
     }
     return MPI_SUCCESS;
+  }
+  /// An irregular form's result goes from its blocks in rank order to recvbuf at displs
+  /// (copy_out(), unpacked with `type` of shape `shape`).
+  void set_irregular_out(void* recvbuf, const size_t* recvcounts, const size_t* displs, MPI_Datatype type,
+                         const TypeShape& shape) {
+    vout_ = recvbuf;
+    vcounts_ = recvcounts;
+    vdispls_ = displs;
+    unpack_type_ = type;
+    unpack_shape_ = shape;
   }
   /// Elements per message piece: the segment size (environment override first) in whole
   /// elements, at least one, at most kMaxChunk.
