@@ -37,9 +37,14 @@ $nvcc $flags $arch -DBINE_DEVICE_GPU -DBINE_DEVICE_SOURCE='"bine_lib.h.cu"' -x c
   -o "$out/gpu_test"
 # shellcheck disable=SC2086
 $nvcc $flags $arch -DBINE_DEVICE_SOURCE='"bine_lib.h.cu"' "$src/bench/cuda_bench.cu" -o "$out/cuda_bench"
-# The header as a C user includes it (C99, -Werror).
+# The header as a C user includes it (C99, -Werror). The CUDA include directory is the one
+# nvcc itself passes (its --dryrun INCLUDES line), so a symlinked nvcc or a targets/ layout
+# still finds cuda_runtime_api.h.
+cuda_inc=$($nvcc --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ INCLUDES="-I\([^"]*\)".*/\1/p' | head -1)
+[ -n "$cuda_inc" ] || cuda_inc=$(cd "$(dirname "$(readlink -f "$nvcc")")/../include" && pwd)
+echo "run.sh: CUDA include directory $cuda_inc"
 printf '#include "bine_lib.h"\nint main(void) { return 0; }\n' |
-  gcc -std=c99 -Wall -Wextra -Werror -fsyntax-only -I"$src/runtime/include" -I"$gen" -I"$(dirname "$nvcc")/../include" -x c -
+  gcc -std=c99 -Wall -Wextra -Werror -fsyntax-only -I"$src/runtime/include" -I"$gen" -I"$cuda_inc" -x c -
 wait $lib
 echo "run.sh: built libbine_lib_cuda.so, gpu_test, cuda_bench in $out"
 [ $compile_only = 1 ] && exit 0
