@@ -7,7 +7,9 @@
 // Adding a target = a folder emit/<name>/ with the same file set as emit/mpi/ and one line
 // in emit/targets.cpp.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ast.h"
@@ -16,12 +18,38 @@
 
 namespace bine {
 
+/// One rule of a selection table (docs/pmpi.md, "Selection table"): closed ranges of p and
+/// of message bytes, and the schedule's name (as written in the .bine source, or with the
+/// prefix) or "mpi" (the MPI library's own collective).
+struct SelectionRule {
+  int64_t p_min = 1, p_max = INT64_MAX;
+  uint64_t bytes_min = 0, bytes_max = UINT64_MAX;
+  std::string schedule;
+};
+
+/// A selection table as `bine-cc compile --dispatch FILE` reads it: per collective key (the
+/// PMPI library's: "allreduce", ..., "reduce_scatter_block", ...; table order kept) its rules.
+struct SelectionTable {
+  std::string source;  ///< the file it was read from (for messages)
+  std::vector<std::pair<std::string, std::vector<SelectionRule>>> collectives;
+};
+
+/// Parses a selection table (JSON, the schema of docs/pmpi.md: an object of collective keys,
+/// each a list of rules with optional p_min, p_max, bytes_min, bytes_max, non-negative
+/// integers, and a required "schedule" string; no other fields). False with `*error` set
+/// to one sentence naming the collective and rule index on malformed input.
+bool parse_selection_table(const std::string& text, const std::string& source, SelectionTable& table,
+                           std::string* error);
+
 /// Options of `bine-cc compile` that every target honours.
 struct EmitOptions {
   /// Prefix of every generated C symbol (`<prefix><schedule>`, `<prefix><schedule>_applicable`,
   /// ...); its upper-case form prefixes the registry macros (`<PREFIX>ALLREDUCE_SCHEDULES`).
   /// A C identifier or empty (valid_prefix()).
   std::string prefix = "bcc_";
+  /// `--dispatch FILE` (mpi and utofu targets): a dispatcher `<prefix><key>` per collective
+  /// of the table, choosing among the emitted schedules per call; null: none.
+  const SelectionTable* dispatch = nullptr;
 };
 
 /// True when `prefix` can start a C identifier: empty, or [A-Za-z_][A-Za-z0-9_]*.

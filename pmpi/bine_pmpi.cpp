@@ -38,6 +38,7 @@
 #define BINE_IMPLEMENTATION
 #include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
+#include "bine/dispatch.hpp"
 
 namespace {
 
@@ -57,12 +58,9 @@ const char* const kCollEnv[kNumColl] = {"BINE_PMPI_ALLREDUCE", "BINE_PMPI_BCAST"
                                         "BINE_PMPI_SCAN",      "BINE_PMPI_EXSCAN",  "BINE_PMPI_BARRIER"};
 
 /// One generated schedule: its C name, applicability test and whether the verifier proved it
-/// order-preserving (needed for a non-commutative operator).
-struct Info {
-  const char* name;
-  int (*applicable)(int);
-  bool order_preserving;
-};
+/// order-preserving (needed for a non-commutative operator). The table walk is the one the
+/// generated dispatchers use (bine/dispatch.hpp).
+using Info = bine::mpi::ScheduleInfo;
 
 using bine::mpi::BarrierFn;
 using bine::mpi::BcastFn;
@@ -174,12 +172,8 @@ const char* const kDefaultTable = R"JSON({
   ]
 })JSON";
 
-/// One rule of the selection table; schedule -1 means "mpi" (the PMPI_ function).
-struct Rule {
-  int64_t p_min = 1, p_max = std::numeric_limits<int64_t>::max();
-  uint64_t bytes_min = 0, bytes_max = std::numeric_limits<uint64_t>::max();
-  int schedule = -1;
-};
+/// One rule of the selection table; schedule -1 (kRuleMpi) means "mpi" (the PMPI_ function).
+using Rule = bine::mpi::DispatchRule;
 
 /// Why a call went to the PMPI_ function (the report's columns).
 enum Reason {
@@ -353,21 +347,14 @@ bool contiguous(MPI_Datatype t, int* size) {
 /// The schedule for one call, or -1 with the reason in *why. `p` ranks, `bytes` the
 /// message size (docs/pmpi.md), `commutative` the operator's (true without an operator).
 int choose(Coll c, int p, uint64_t bytes, bool commutative, Reason* why) {
-  auto fits = [&](int i) { return kInfo[c][i].applicable(p) == 1 && (commutative || kInfo[c][i].order_preserving); };
   if (g.forced[c] >= 0) {
-    if (fits(g.forced[c])) return g.forced[c];
+    if (bine::mpi::schedule_fits(kInfo[c], g.forced[c], p, commutative)) return g.forced[c];
     *why = kForcedNotApplicable;
     return -1;
   }
-  for (const Rule& r : g.rules[c]) {
-    if (p < r.p_min || p > r.p_max || bytes < r.bytes_min || bytes > r.bytes_max) continue;
-    if (r.schedule < 0) {
-      *why = kRuleMpi;
-      return -1;
-    }
-    if (fits(r.schedule)) return r.schedule;
-  }
-  *why = kNoRule;
+  const int i = bine::mpi::dispatch_choose(g.rules[c].data(), g.rules[c].size(), kInfo[c], p, bytes, commutative);
+  if (i >= 0) return i;
+  *why = i == bine::mpi::kChooseRuleMpi ? kRuleMpi : kNoRule;
   return -1;
 }
 

@@ -45,18 +45,19 @@ struct Collective {
   const char* option;
   std::vector<unsigned> datatypes;
   int op;  // -1: none
+  const char* key;  // the selection table's key: the dispatcher is <prefix><key> (--dispatch)
 };
 
 const std::vector<Collective>& collectives() {
   static const std::vector<Collective> c = {
-      {"MPI_Allreduce", "allreduce", {3}, 4},
-      {"MPI_Bcast", "bcast", {2}, -1},
-      {"MPI_Reduce", "reduce", {3}, 4},
-      {"MPI_Allgather", "allgather", {2, 5}, -1},
-      {"MPI_Gather", "gather", {2, 5}, -1},
-      {"MPI_Scatter", "scatter", {2, 5}, -1},
-      {"MPI_Reduce_scatter_block", "reduce-scatter-block", {3}, 4},
-      {"MPI_Alltoall", "alltoall", {2, 5}, -1},
+      {"MPI_Allreduce", "allreduce", {3}, 4, "allreduce"},
+      {"MPI_Bcast", "bcast", {2}, -1, "bcast"},
+      {"MPI_Reduce", "reduce", {3}, 4, "reduce"},
+      {"MPI_Allgather", "allgather", {2, 5}, -1, "allgather"},
+      {"MPI_Gather", "gather", {2, 5}, -1, "gather"},
+      {"MPI_Scatter", "scatter", {2, 5}, -1, "scatter"},
+      {"MPI_Reduce_scatter_block", "reduce-scatter-block", {3}, 4, "reduce_scatter_block"},
+      {"MPI_Alltoall", "alltoall", {2, 5}, -1, "alltoall"},
   };
   return c;
 }
@@ -78,6 +79,13 @@ cl::opt<std::string> opt_rsb("reduce-scatter-block", cl::desc("generated functio
                              cl::value_desc("function"), cl::cat(category));
 cl::opt<std::string> opt_alltoall("alltoall", cl::desc("generated function for MPI_Alltoall"),
                                   cl::value_desc("function"), cl::cat(category));
+cl::opt<bool> opt_dispatch("dispatch",
+                           cl::desc("every collective without a function of its own goes to the dispatcher "
+                                    "<prefix><collective> (bine-cc compile --dispatch TABLE); calls with derived "
+                                    "datatypes or user operators are rewritten too (the dispatcher decides per call)"),
+                           cl::cat(category));
+cl::opt<std::string> opt_prefix("prefix", cl::desc("prefix of the dispatchers' names (default bcc_)"),
+                                cl::init("bcc_"), cl::cat(category));
 cl::opt<std::string> opt_header("header", cl::desc("the generated header to #include (default bine_lib.h)"),
                                 cl::init("bine_lib.h"), cl::cat(category));
 cl::opt<bool> opt_dry_run("dry-run", cl::desc("print a unified diff of the rewrite instead of writing files"),
@@ -92,6 +100,15 @@ std::string target_of(const std::string& option) {
       {"reduce-scatter-block", &opt_rsb}, {"alltoall", &opt_alltoall}};
   return by.at(option)->getValue();
 }
+
+/// The function replacing collective c: its own option's, else with --dispatch its dispatcher.
+std::string function_for(const Collective& c) {
+  const std::string fn = target_of(c.option);
+  return fn.empty() && opt_dispatch ? opt_prefix + c.key : fn;
+}
+
+/// True when `fn` is a dispatcher (chosen by --dispatch, not by the collective's option).
+bool is_dispatcher(const Collective& c) { return target_of(c.option).empty() && opt_dispatch; }
 
 const Collective* collective_named(llvm::StringRef name) {
   for (const Collective& c : collectives())
@@ -221,13 +238,15 @@ class Visitor : public RecursiveASTVisitor<Visitor> {
       note(name, std::string("not rewritten: ") + c.mpi + " is called in an included file (rewrite its sources)");
       return;
     }
-    const std::string fn = target_of(c.option);
+    const std::string fn = function_for(c);
     if (fn.empty()) {
       note(name, std::string("not rewritten: no generated function chosen for ") + c.mpi + " (--" + c.option + ")");
       return;
     }
+    // A dispatcher takes any datatype and checks the operator's commutativity per call (it
+    // runs only order-preserving schedules for a non-commutative one), so no handle check.
     static const std::regex handle("MPI_[A-Z][A-Z0-9_]*");
-    for (unsigned i : c.datatypes) {
+    for (unsigned i : is_dispatcher(c) ? std::vector<unsigned>{} : c.datatypes) {
       const std::string s = i < call->getNumArgs() ? spelled(call->getArg(i)) : "";
       if (!std::regex_match(s, handle) || s == "MPI_DATATYPE_NULL") {
         note(name, std::string("not rewritten: datatype argument '") + s +
@@ -235,7 +254,7 @@ class Visitor : public RecursiveASTVisitor<Visitor> {
         return;
       }
     }
-    if (c.op >= 0) {
+    if (c.op >= 0 && !is_dispatcher(c)) {
       const std::string s = unsigned(c.op) < call->getNumArgs() ? spelled(call->getArg(unsigned(c.op))) : "";
       if (!std::regex_match(s, handle) || s == "MPI_OP_NULL") {
         note(name, std::string("not rewritten: operator argument '") + s +
@@ -377,8 +396,12 @@ int main(int argc, const char** argv) {
   }
   bool any = false;
   static const std::regex ident("[A-Za-z_][A-Za-z0-9_]*");
+  if (opt_dispatch && !std::regex_match(opt_prefix.getValue(), ident) && !opt_prefix.empty()) {
+    llvm::errs() << "bine-cc rewrite: error: --prefix '" << opt_prefix << "' is not a C identifier\n";
+    return 2;
+  }
   for (const Collective& c : collectives()) {
-    const std::string fn = target_of(c.option);
+    const std::string fn = function_for(c);
     if (fn.empty()) continue;
     any = true;
     if (!std::regex_match(fn, ident)) {
@@ -388,7 +411,7 @@ int main(int argc, const char** argv) {
   }
   if (!any) {
     llvm::errs() << "bine-cc rewrite: error: choose at least one generated function (--allreduce, --bcast, --reduce, "
-                    "--allgather, --gather, --scatter, --reduce-scatter-block, --alltoall)\n";
+                    "--allgather, --gather, --scatter, --reduce-scatter-block, --alltoall) or --dispatch\n";
     return 2;
   }
   if (opt_dry_run && !opt_outdir.empty()) {

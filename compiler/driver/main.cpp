@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 #include "bine/builtins.hpp"
@@ -189,7 +190,7 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
 }
 
 int cmd_compile(const Common& c, const std::string& target_name, const std::string& out, const std::string& ranks,
-                const EmitOptions& eopt) {
+                EmitOptions eopt, const std::string& dispatch_file) {
   DiagnosticSink diags;
   Program prog;
   const Target* target = find_target(target_name);
@@ -207,6 +208,27 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     std::cerr << "bine-cc: error: --verify-ranks expects A..B, got '" << ranks << "'\n";
     return 2;
   }
+  SelectionTable table;  // --dispatch
+  if (!dispatch_file.empty()) {
+    if (std::string(target->name()) != "mpi" && std::string(target->name()) != "utofu") {
+      report_error(c.format, std::string("--dispatch: target ") + target->name() +
+                                 " has no dispatchers (the mpi and utofu targets do)");
+      return 2;
+    }
+    std::ifstream in(dispatch_file, std::ios::binary);
+    std::stringstream text;
+    if (in) text << in.rdbuf();
+    if (!in) {
+      report_error(c.format, "--dispatch: cannot read the selection table '" + dispatch_file + "'");
+      return 2;
+    }
+    std::string error;
+    if (!parse_selection_table(text.str(), dispatch_file, table, &error)) {
+      report_error(c.format, "--dispatch: " + error);
+      return 2;
+    }
+    eopt.dispatch = &table;
+  }
   if (!load(c, prog, diags)) return 1;
   std::vector<std::unique_ptr<RankProgram>> lowered;  // what the target reads
   std::vector<const RankProgram*> emit;
@@ -218,6 +240,9 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   for (const char* own : {"plan", "plan_s", "plan_start", "plan_free", "last_error", "request", "request_s", "test", "wait",
                           "waitall"})
     defined[eopt.prefix + own] = "a function of the header itself";
+  if (eopt.dispatch)
+    for (const std::string& name : dispatch_names(*eopt.dispatch, eopt.prefix))
+      defined[name] = "a dispatcher of --dispatch " + dispatch_file;
   std::set<const ScheduleDecl*> clashing;
   for (const ScheduleDecl* s : chosen) {
     const std::string f = emitted_function_name(*s, eopt.prefix);
@@ -260,6 +285,14 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   if (diags.has_errors()) {
     print_diags(diags, c.format);
     return 1;
+  }
+  if (eopt.dispatch) {
+    const std::string why = check_dispatch_table(*eopt.dispatch, emit, eopt.prefix);
+    if (!why.empty()) {
+      print_diags(diags, c.format);
+      report_error(c.format, "--dispatch: " + why);
+      return 2;
+    }
   }
   for (const EmittedFile& file : target->emit(emit, proofs, eopt)) {
     if (out.empty() || out == "-") {
@@ -686,6 +719,10 @@ int main(int argc, char** argv) {
                       "prefix of the generated C names (default bcc_: bcc_<schedule>, BCC_<COLLECTIVE>_SCHEDULES)");
   compile->add_option("-o,--output", out, "output header (default: stdout)");
   compile->add_option("--verify-ranks", verify_ranks, "process counts verified before emitting (default 1..32)");
+  std::string dispatch_file;
+  compile->add_option("--dispatch", dispatch_file,
+                      "selection table (JSON, docs/pmpi.md; e.g. from bine-cc tune): also emit a dispatcher "
+                      "<prefix><collective> per collective of it that picks a schedule per call (mpi, utofu targets)");
 
   int64_t p = 0, root = 0;
   bool json = false, also_verify = false;
@@ -842,7 +879,7 @@ int main(int argc, char** argv) {
     return cmd_tune(common, tune_cli);
   }
   if (drw->parsed()) return cmd_draw(common, dcli);
-  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt);
+  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
   if (trf->parsed()) return cmd_traffic(common, tcli);
   if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);

@@ -808,6 +808,7 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
     << "/// sentence naming the function (e.g. \"" << prefix << "x: does not apply at p = 8: requires p % 3 == 0\");\n"
     << "/// \"\" after a successful call. Static thread-local storage of at most 511 characters.\n";
   o << "const char* " << prefix << "last_error(void);\n";
+  if (options.dispatch) emit_dispatch_prototypes(o, *options.dispatch, prefix);
   o << "#ifdef __cplusplus\n}\n#endif\n\n";
   // Registry: X-macro lists per collective, X(function, order_preserving, same_bracketing).
   o << "// Registry of the functions above, per collective: X(function, order_preserving, same_bracketing).\n";
@@ -884,6 +885,7 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
     o << "}\n\n";
   }
   o << "extern \"C\" const char* " << prefix << "last_error(void) { return bine::mpi::error_text(); }\n\n";
+  if (options.dispatch) emit_dispatch_definitions(o, *options.dispatch, programs, proofs, prefix);
   o << "#endif  // BINE_IMPLEMENTATION\n";
   return o.str();
 }
