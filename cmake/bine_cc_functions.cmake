@@ -7,6 +7,9 @@
 #                      [VERIFY_RANKS 1..64]             p range proved before emitting (default 1..32)
 #                      [TARGETS mpi]                    code generators (default mpi)
 #                      [PREFIX bcc_]                    prefix of the generated C names
+#                      [DISPATCH table.json]            selection table: also a dispatcher
+#                                                       <PREFIX><collective> per collective of it
+#                                                       (bine-cc compile --dispatch; mpi and utofu)
 #                      [HEADER name.h])                 header name (default <TARGET>_bine.h;
 #                                                       another target than mpi: <stem>_<target>.h)
 #
@@ -19,7 +22,7 @@
 # `bine_check_<TARGET>` re-runs `bine-cc check` over the same files and range (it runs where
 # the project enabled testing: enable_testing() or include(CTest)).
 function(bine_add_schedules)
-  cmake_parse_arguments(B "" "TARGET;VERIFY_RANKS;PREFIX;HEADER" "FILES;SCHEDULES;TARGETS" ${ARGN})
+  cmake_parse_arguments(B "" "TARGET;VERIFY_RANKS;PREFIX;HEADER;DISPATCH" "FILES;SCHEDULES;TARGETS" ${ARGN})
   if(NOT B_TARGET OR NOT TARGET ${B_TARGET})
     message(FATAL_ERROR "bine_add_schedules: TARGET must name an existing target (got '${B_TARGET}')")
   endif()
@@ -57,6 +60,15 @@ function(bine_add_schedules)
   if(DEFINED B_PREFIX)
     set(prefix --prefix "${B_PREFIX}")
   endif()
+  set(dispatch "")
+  set(table "")
+  if(B_DISPATCH)
+    get_filename_component(table "${B_DISPATCH}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${table}")
+      message(FATAL_ERROR "bine_add_schedules(${B_TARGET}): no such selection table: ${B_DISPATCH}")
+    endif()
+    set(dispatch --dispatch "${table}")
+  endif()
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/bine_generated/${B_TARGET}")
   set(outputs "")
   foreach(t IN LISTS B_TARGETS)
@@ -68,8 +80,9 @@ function(bine_add_schedules)
     endif()
     add_custom_command(OUTPUT "${out}"
       COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
-      COMMAND bine_cc::bine-cc compile ${files} ${only} --target ${t} --verify-ranks ${B_VERIFY_RANKS} ${prefix} -o "${out}"
-      DEPENDS ${files}
+      COMMAND bine_cc::bine-cc compile ${files} ${only} --target ${t} --verify-ranks ${B_VERIFY_RANKS} ${prefix} ${dispatch}
+              -o "${out}"
+      DEPENDS ${files} ${table}
       COMMENT "bine-cc: verifying (p = ${B_VERIFY_RANKS}) and compiling schedules for ${B_TARGET} (target ${t})"
       VERBATIM)
     list(APPEND outputs "${out}")

@@ -26,10 +26,12 @@ if ! cmake --build "$tmp/ok" >"$tmp/ok.log" 2>&1; then
   exit 1
 fi
 grep -q "bine_add_schedules\|bine-cc: verifying" "$tmp/ok.log" || true
-ctest --test-dir "$tmp/ok" --output-on-failure >"$tmp/ctest.log" 2>&1 || { cat "$tmp/ctest.log"; echo "FAIL: consumer tests"; exit 1; }
+ctest --test-dir "$tmp/ok" --output-on-failure -V >"$tmp/ctest.log" 2>&1 || { cat "$tmp/ctest.log"; echo "FAIL: consumer tests"; exit 1; }
 grep -q "bine_check_consumer .*Passed" "$tmp/ctest.log" || { cat "$tmp/ctest.log"; echo "FAIL: no re-check test"; exit 1; }
 grep -q "consumer_p4 .*Passed" "$tmp/ctest.log" || { cat "$tmp/ctest.log"; echo "FAIL: no run test"; exit 1; }
-echo "PASS installed package: consumer built, re-checked and run at p = 4"
+grep -q "consumer: dispatch at p = 4: allreduce 4 B -> my_rd_allreduce, 52 B -> my_rd_allreduce, 80 B -> mpi; bcast -> my_bine_bcast_lat" "$tmp/ctest.log" ||
+  { cat "$tmp/ctest.log"; echo "FAIL: the dispatchers of table.json did not choose as the table says"; exit 1; }
+echo "PASS installed package: consumer built (with DISPATCH table.json), re-checked and run at p = 4"
 
 cmake -S "$src/examples/cmake_consumer" -B "$tmp/broken" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DBROKEN=ON >/dev/null
 if cmake --build "$tmp/broken" >"$tmp/broken.log" 2>&1; then
