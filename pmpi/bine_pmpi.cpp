@@ -26,6 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -93,12 +94,38 @@ const BlocksFn kFnAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceAllFn kFnScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceAllFn kFnExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
 const BarrierFn kFnBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_FN) nullptr};
+/// reduce_scatter's irregular forms (`<schedule>_v`, MPI_Reduce_scatter with unequal counts).
+#define BINE_PMPI_NAME(f, op, sb) #f,
+const char* const kNameReduceScatterV[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
+#undef BINE_PMPI_NAME
+const bine::mpi::ReduceScatterVFn kFnReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
 #undef BINE_PMPI_INFO
 #undef BINE_PMPI_FN
 
 const Info* const kInfo[kNumColl] = {kInfoAllreduce, kInfoBcast,   kInfoReduce,        kInfoAllgather,
                                      kInfoGather,    kInfoScatter, kInfoReduceScatter, kInfoAlltoall,
                                      kInfoScan,      kInfoExscan,  kInfoBarrier};
+
+/// Per reduce_scatter schedule (kInfoReduceScatter order): its irregular form, or null; and
+/// whether it has one (the `usable` filter of bine::mpi::dispatch_choose()).
+struct ReduceScatterV {
+  std::vector<bine::mpi::ReduceScatterVFn> fn;
+  std::unique_ptr<bool[]> usable;
+  ReduceScatterV() {
+    size_t n = 0;
+    while (kInfoReduceScatter[n].name) ++n;
+    fn.assign(n, nullptr);
+    usable.reset(new bool[n + 1]());
+    for (size_t i = 0; i < n; ++i)
+      for (size_t k = 0; kNameReduceScatterV[k]; ++k)
+        if (std::string(kNameReduceScatterV[k]) == std::string(kInfoReduceScatter[i].name) + "_v")
+          fn[i] = kFnReduceScatterVList[k], usable[i] = true;
+  }
+};
+const ReduceScatterV& reduce_scatter_v() {
+  static const ReduceScatterV v;
+  return v;
+}
 
 int num_schedules(Coll c) {
   int n = 0;
@@ -185,13 +212,12 @@ enum Reason {
   kNoRule,          // no table rule whose schedule applies
   kRuleMpi,         // the matching rule names "mpi"
   kDupFailed,       // the private communicator could not be created
-  kUnequalCounts,   // MPI_Reduce_scatter with recvcounts that differ between ranks
   kNumReasons
 };
 const char* const kReasonText[kNumReasons] = {
     "invalid arguments (left to MPI)", "intercommunicator", "datatype not contiguous", "zero bytes",
     "forced schedule not applicable (p or operator)", "no table rule applies", "table rule says mpi",
-    "communicator dup failed", "MPI_Reduce_scatter counts not all equal"};
+    "communicator dup failed"};
 
 /// A report counter: incremented by concurrent calls from several threads, so atomic;
 /// relaxed, as only the totals matter (read by MPI_Finalize after the threads are done).
@@ -346,13 +372,17 @@ bool contiguous(MPI_Datatype t, int* size) {
 
 /// The schedule for one call, or -1 with the reason in *why. `p` ranks, `bytes` the
 /// message size (docs/pmpi.md), `commutative` the operator's (true without an operator).
-int choose(Coll c, int p, uint64_t bytes, bool commutative, Reason* why) {
+/// `usable` (parallel to kInfo[c]; null: all) restricts the choice, as
+/// bine::mpi::dispatch_choose() does.
+int choose(Coll c, int p, uint64_t bytes, bool commutative, Reason* why, const bool* usable) {
   if (g.forced[c] >= 0) {
-    if (bine::mpi::schedule_fits(kInfo[c], g.forced[c], p, commutative)) return g.forced[c];
+    if ((!usable || usable[g.forced[c]]) && bine::mpi::schedule_fits(kInfo[c], g.forced[c], p, commutative))
+      return g.forced[c];
     *why = kForcedNotApplicable;
     return -1;
   }
-  const int i = bine::mpi::dispatch_choose(g.rules[c].data(), g.rules[c].size(), kInfo[c], p, bytes, commutative);
+  const int i =
+      bine::mpi::dispatch_choose(g.rules[c].data(), g.rules[c].size(), kInfo[c], p, bytes, commutative, usable);
   if (i >= 0) return i;
   *why = i == bine::mpi::kChooseRuleMpi ? kRuleMpi : kNoRule;
   return -1;
@@ -406,14 +436,15 @@ MPI_Comm private_comm(MPI_Comm comm) {
 }
 
 /// Decides one call. Returns the schedule index and sets *pcomm, or -1 (fallback, counted).
-int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reason why, MPI_Comm* pcomm) {
+int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reason why, MPI_Comm* pcomm,
+           const bool* usable = nullptr) {
   load_config();
   Stats& s = g.stats[c];
   bump(s.calls);
   bump(s.bytes, bytes);
   int i = -1;
   // A barrier moves no bytes; every other collective with zero bytes is left to MPI.
-  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why);
+  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why, usable);
   if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
   if (i < 0) {
     bump(s.reasons[why]);
@@ -601,25 +632,43 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
 
 /// MPI_Reduce_scatter (issue 21): with every recvcounts[i] equal it is
 /// MPI_Reduce_scatter_block (same buffers, same MPI_IN_PLACE meaning: the input in recvbuf,
-/// the rank's block left at its start), served by the reduce_scatter_block rules and counted
-/// under them; other counts go to PMPI_Reduce_scatter (reason "counts not all equal").
+/// the rank's block left at its start), served by the reduce_scatter_block rules; with
+/// unequal counts the same rules choose among the schedules that have an irregular form
+/// (`<schedule>_v`), with bytes = the mean block (the sum of the counts x the type size / p).
+/// Both are counted under reduce_scatter_block. A fallback goes to PMPI_Reduce_scatter.
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm) {
   Reason why = kInvalidArgs;
   int p = comm_size(comm, &why);
   if (p > 0 && !recvcounts) p = -1, why = kInvalidArgs;
-  for (int i = 1; i < p; ++i)
-    if (recvcounts[i] != recvcounts[0]) {
-      p = -1, why = kUnequalCounts;
+  bool equal = true;
+  uint64_t total = 0;
+  for (int i = 0; i < p; ++i) {
+    if (recvcounts[i] < 0) {
+      p = -1, why = kInvalidArgs;
       break;
     }
-  if (p < 0) {
-    MPI_Comm unused = MPI_COMM_NULL;
-    decide(kReduceScatter, comm, -1, 0, true, why, &unused);  // counted as a fallback
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    equal &= recvcounts[i] == recvcounts[0];
+    total += uint64_t(recvcounts[i]);
   }
-  return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcounts[0],
-                          datatype, op, comm);
+  if (p > 0 && equal)
+    return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf,
+                            recvcounts[0], datatype, op, comm);
+  bool cm = true;
+  int size = 0;
+  if (p > 0 && !op_ok(op, &cm)) p = -1, why = kInvalidArgs;
+  if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
+  const uint64_t bytes = p > 0 ? total * uint64_t(size) / uint64_t(p) : 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const ReduceScatterV& v = reduce_scatter_v();
+  // Zero bytes in all: MPI's (as the other collectives); a mean below one byte still runs.
+  if (p > 0 && total == 0) p = -1, why = kEmpty;
+  const int i = decide(kReduceScatter, comm, p, bytes == 0 ? 1 : bytes, cm, why, &pc, v.usable.get());
+  if (i < 0) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  // The counts as size_t, in a per-thread buffer reused across calls.
+  thread_local std::vector<size_t> counts;
+  counts.assign(recvcounts, recvcounts + p);
+  return finish(comm, v.fn[size_t(i)](sendbuf, recvbuf, counts.data(), datatype, op, pc));
 }
 
 /// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the

@@ -86,7 +86,12 @@ const IrregularForm* irregular_form(Collective c) {
       "MPI_Scatterv",
       "sendbuf, sendcounts, displs, sendtype read at the root only;\n/// the root first broadcasts the block sizes "
       "(one extra MPI_Ibcast of p + 1 integers)"};
+  static const IrregularForm reduce_scatterv = {
+      "const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
+      "sendbuf, recvbuf, recvcounts, datatype, op, comm", "begin_reduce_scatterv", "MPI_Reduce_scatter",
+      "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements"};
   switch (c) {
+    case Collective::reduce_scatter: return &reduce_scatterv;
     case Collective::allgather: return &allgatherv;
     case Collective::gather: return &gatherv;
     case Collective::scatter: return &scatterv;
@@ -94,8 +99,9 @@ const IrregularForm* irregular_form(Collective c) {
   }
 }
 
-/// Whether a schedule gets an irregular `_v` form: an allgather, gather or scatter whose
-/// every verified instance keeps each block's index (ProofSummary::keeps_blocks).
+/// Whether a schedule gets an irregular `_v` form: an allgather, gather, scatter or
+/// reduce_scatter whose every verified instance keeps each block's index
+/// (ProofSummary::keeps_blocks).
 bool has_irregular_form(const ScheduleDecl& s, const ProofSummary& proof) {
   return irregular_form(s.collective) && proof.keeps_blocks;
 }
@@ -225,7 +231,9 @@ class Emitter {
     if (has_irregular_form(sd_, proof)) {
       const IrregularForm& v = *irregular_form(sd_.collective);
       o << "static int bine_run_" << fname << "_v(bine::mpi::Context& cx, " << v.params << ") {\n";
-      o << "  const int rc = cx." << v.begin << "(" << v.names << ");\n";
+      o << "  const int rc = cx." << v.begin << "(" << v.names;
+      if (collective_reduces(sd_.collective)) o << ",\n      /*non-commutative ops allowed for p in*/ " << order;
+      o << ");\n";
       o << "  if (rc != MPI_SUCCESS) return rc;\n";
       o << "  return bine_body_" << fname << "(cx);\n}\n";
       o << "extern \"C\" int " << fname << "_v(" << v.params << ") {\n";
@@ -824,13 +832,17 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
           << (proofs[i].same_bracketing ? 1 : 0) << ")";
     o << "\n";
   }
-  for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter}) {  // the irregular forms
+  // The irregular forms; X(function, order_preserving, same_bracketing) as above for
+  // reduce_scatter (the proof's flags), 1, 1 for the forms without an operator.
+  for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter, Collective::reduce_scatter}) {
     std::string up = collective_name(c);
     for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
     o << "#define " << macro_prefix << up << "V_SCHEDULES(X)";
     for (size_t i = 0; i < schedules.size(); ++i)
       if (schedules[i]->collective == c && has_irregular_form(*schedules[i], proofs[i]))
-        o << " \\\n  X(" << fname(*schedules[i]) << "_v, 1, 1)";
+        o << " \\\n  X(" << fname(*schedules[i]) << "_v, "
+          << (!collective_reduces(c) || proofs[i].order_preserving ? 1 : 0) << ", "
+          << (!collective_reduces(c) || proofs[i].same_bracketing ? 1 : 0) << ")";
     o << "\n";
   }
   o << "\n";

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   MPI_Gather(red, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 11 + all2[i];
   /* MPI_Reduce_scatter: equal counts (served as reduce_scatter_block), then counts 1, 2,
-   * 1, 2, ... (left to MPI); rank 0 gathers each rank's first result element. */
+   * 1, 2, ... (an irregular form); rank 0 gathers each rank's first result element. */
   int* rcounts = malloc(sizeof(int) * p);
   for (int i = 0; i < p; ++i) rcounts[i] = k;
   for (int i = 0; i < k * p; ++i) all[i] = rank * 3 + i;

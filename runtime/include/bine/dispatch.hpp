@@ -52,14 +52,17 @@ inline bool schedule_fits(const ScheduleInfo* info, int i, int p, bool commutati
 }
 
 /// The table walk (see the file comment): the index of the schedule serving the call, or
-/// kChooseRuleMpi / kChooseNoRule. `rules` holds n rules in table order. No MPI calls.
+/// kChooseRuleMpi / kChooseNoRule. `rules` holds n rules in table order. `usable`, when not
+/// null, is parallel to `info`: schedules marked false are passed over like ones that do not
+/// apply (the PMPI library: MPI_Reduce_scatter with unequal counts needs an irregular form).
+/// No MPI calls.
 inline int dispatch_choose(const DispatchRule* rules, size_t n, const ScheduleInfo* info, int p, uint64_t bytes,
-                           bool commutative) {
+                           bool commutative, const bool* usable = nullptr) {
   for (size_t k = 0; k < n; ++k) {
     const DispatchRule& r = rules[k];
     if (p < r.p_min || p > r.p_max || bytes < r.bytes_min || bytes > r.bytes_max) continue;
     if (r.schedule == DispatchRule::kRuleMpi) return kChooseRuleMpi;
-    if (schedule_fits(info, r.schedule, p, commutative)) return r.schedule;
+    if ((!usable || usable[r.schedule]) && schedule_fits(info, r.schedule, p, commutative)) return r.schedule;
   }
   return kChooseNoRule;
 }

@@ -171,7 +171,7 @@ inline int error_code(int cls, const char* text) {
   for (const Entry& e : codes)
     if (e.text == text && e.cls == cls) return e.code;
   int code = cls;
-  if (MPI_Add_error_code(cls, &code) != MPI_SUCCESS || MPI_Add_error_string(code, text) != MPI_SUCCESS) code = cls;
+  if (MPI_Add_error_code(cls, &code) != MPI_SUCCESS || MPI_Add_error_string(code, const_cast<char*>(text)) != MPI_SUCCESS) code = cls;
   codes.push_back({text, cls, code});
   return code;
 }
@@ -195,7 +195,7 @@ inline int for_each_pack_piece(uint64_t count, const TypeShape& s, Piece piece) 
 /// (a packed representation that is not the native one: a heterogeneous MPI).
 inline int pack_elements(const void* user, uint64_t count, MPI_Datatype type, const TypeShape& s, char* out,
                          MPI_Comm comm) {
-  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) {
+  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) -> int {
     int pos = 0;
     const char* from = static_cast<const char*>(user) + MPI_Aint(done) * s.extent;
     const int rc = MPI_Pack(from, int(n), type, out + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, comm);
@@ -207,7 +207,7 @@ inline int pack_elements(const void* user, uint64_t count, MPI_Datatype type, co
 /// bytes) into `user`, with MPI_Unpack; only the bytes of the type map are written.
 inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, const TypeShape& s, void* user,
                            MPI_Comm comm) {
-  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) {
+  return for_each_pack_piece(count, s, [&](uint64_t done, uint64_t n) -> int {
     int pos = 0;
     char* to = static_cast<char*>(user) + MPI_Aint(done) * s.extent;
     return MPI_Unpack(in + done * uint64_t(s.size), int(n * uint64_t(s.size)), &pos, to, int(n), type, comm);
@@ -853,6 +853,62 @@ class BasicContext {
     announce();
     return MPI_SUCCESS;
   }
+  /// Reduce-scatter with per-rank counts (MPI_Reduce_scatter, size_t counts): sendbuf (or
+  /// recvbuf with MPI_IN_PLACE) holds the p blocks back to back, block i recvcounts[i]
+  /// elements of `datatype`; rank i's recvbuf (recvcounts[i] elements) ends with block i
+  /// reduced over all ranks, in the order the schedule was proved for (order_p: the p for
+  /// which non-commutative operators are allowed). Every rank passes the same recvcounts.
+  /// Block b of the schedule is elements [voff_[b], voff_[b + 1]) of an internal copy: only
+  /// schedules whose messages keep every block's index (VerifyResult::keeps_blocks) get
+  /// this form. Counts may be zero and uneven. No persistent plan (the rounds are built
+  /// every call). Errors: MPI_ERR_ARG for a NULL recvcounts or MPI_IN_PLACE as recvbuf,
+  /// MPI_ERR_COUNT for a total above what the runtime addresses, the operator's and
+  /// buffers' errors as begin_reduce_scatter.
+  int begin_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype,
+                            MPI_Op op, MPI_Comm comm, PRanges order_p) {
+    kind_ = Collective::reduce_scatter;
+    int p = 0;
+    int rc = MPI_Comm_size(comm, &p);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!recvcounts) {
+      comm_ = comm;
+      return fail(MPI_ERR_ARG, "the receive count array is NULL");
+    }
+    uint64_t total = 0;
+    for (int b = 0; b < p; ++b) {
+      if (uint64_t(recvcounts[b]) > (uint64_t(1) << 62) - total) {
+        comm_ = comm;
+        return fail(MPI_ERR_COUNT, "the receive counts add up to more than 2^62 elements");
+      }
+      total += uint64_t(recvcounts[b]);
+    }
+    if ((rc = begin(nullptr, total, datatype, comm, 0)) != MPI_SUCCESS) return rc;
+    op_ = op;
+    no_plans_ = true;
+    if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    const uint64_t mine = uint64_t(recvcounts[rank_]);
+    if ((rc = check_buffer(recvbuf, mine, shape_, "receive buffer")) != MPI_SUCCESS) return rc;
+    const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if ((rc = check_buffer(src, total, shape_, "send buffer")) != MPI_SUCCESS) return rc;
+    if (sendbuf != MPI_IN_PLACE &&
+        (rc = check_alias(sendbuf, total, shape_, recvbuf, mine, shape_, MPI_ERR_BUFFER)) != MPI_SUCCESS)
+      return rc;
+    blocked_ = true;
+    voff_.assign(size_t(size_) + 1, 0);
+    for (int64_t b = 0; b < size_; ++b)
+      voff_[size_t(b) + 1] = voff_[size_t(b)] + (count_ == 0 ? 0 : uint64_t(recvcounts[b]));
+    if (packed_) {
+      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
+      set_unpack(recvbuf, voff_[size_t(rank_)] * elem_bytes_, mine, user_type_, shape_);
+    } else {
+      if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
+      out_ = recvbuf;
+    }
+    announce();
+    return MPI_SUCCESS;
+  }
 
   /// True when there is nothing to communicate (count == 0 or a single rank); finish()
   /// must still be called.
@@ -999,9 +1055,9 @@ class BasicContext {
           return rc;
         }
       }
-    if (out_ && !voff_.empty()) {  // irregular (scatterv): this rank's block, voff_ sized
-      const uint64_t n = voff_[size_t(rank_) + 1] - voff_[size_t(rank_)];
-      if (n > 0) std::memcpy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)], n);
+    if (out_ && !voff_.empty()) {  // irregular (scatterv, reduce_scatterv): this rank's block, voff_ sized
+      const uint64_t n = (voff_[size_t(rank_) + 1] - voff_[size_t(rank_)]) * elem_bytes_;
+      if (n > 0) std::memcpy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)] * elem_bytes_, n);
     } else if (out_ && block_elems_ > 0)
       std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);

@@ -18,6 +18,8 @@ using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, 
 using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
 /// gather, scatter (the same with root before comm).
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+/// reduce_scatter's irregular form (sendbuf, recvbuf, recvcounts, datatype, op, comm).
+using ReduceScatterVFn = int (*)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm);
 /// barrier (comm).
 using BarrierFn = int (*)(MPI_Comm);
 
