@@ -2,7 +2,7 @@
 //
 // LD_PRELOAD it into an unmodified MPI program: it defines the C bindings MPI_Allreduce,
 // MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Reduce_scatter_block,
-// MPI_Reduce_scatter (equal counts), MPI_Alltoall, MPI_Scan, MPI_Exscan and MPI_Barrier, picks a generated schedule of build/generated/bine_lib.h per call from a
+// MPI_Reduce_scatter, MPI_Allgatherv, MPI_Alltoall, MPI_Scan, MPI_Exscan and MPI_Barrier, picks a generated schedule of build/generated/bine_lib.h per call from a
 // selection table (JSON, BINE_PMPI_TABLE, or the default compiled in below) or a forced name
 // (BINE_PMPI_<COLLECTIVE>), and calls the PMPI_ function (the fallback) for every call the
 // generated schedules cannot serve. Every fallback is decided before any communication, from
@@ -19,6 +19,7 @@
 // the runtime keeps its buffer pools, plan caches and workspaces per thread.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -95,8 +96,11 @@ const ReduceAllFn kFnScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceAllFn kFnExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_FN) nullptr};
 const BarrierFn kFnBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_FN) nullptr};
 /// reduce_scatter's irregular forms (`<schedule>_v`, MPI_Reduce_scatter with unequal counts).
+/// allgather's irregular forms (`<schedule>_v`, MPI_Allgatherv).
+const bine::mpi::AllgathervFn kFnAllgatherVList[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_FN) nullptr};
 #define BINE_PMPI_NAME(f, op, sb) #f,
 const char* const kNameReduceScatterV[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
+const char* const kNameAllgatherV[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 #undef BINE_PMPI_NAME
 const bine::mpi::ReduceScatterVFn kFnReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
 #undef BINE_PMPI_INFO
@@ -106,25 +110,38 @@ const Info* const kInfo[kNumColl] = {kInfoAllreduce, kInfoBcast,   kInfoReduce, 
                                      kInfoGather,    kInfoScatter, kInfoReduceScatter, kInfoAlltoall,
                                      kInfoScan,      kInfoExscan,  kInfoBarrier};
 
-/// Per reduce_scatter schedule (kInfoReduceScatter order): its irregular form, or null; and
-/// whether it has one (the `usable` filter of bine::mpi::dispatch_choose()).
-struct ReduceScatterV {
-  std::vector<bine::mpi::ReduceScatterVFn> fn;
+/// The irregular forms of one collective's schedules, in kInfo order: schedule i's
+/// `<name>_v` function or null, and whether it has one (the `usable` filter of
+/// bine::mpi::dispatch_choose()), matched by name in the header's V registry.
+template <class Fn>
+struct VForms {
+  std::vector<Fn> fn;
   std::unique_ptr<bool[]> usable;
-  ReduceScatterV() {
+  VForms(const Info* info, const char* const* vnames, const Fn* vfns) {
     size_t n = 0;
-    while (kInfoReduceScatter[n].name) ++n;
+    while (info[n].name) ++n;
     fn.assign(n, nullptr);
     usable.reset(new bool[n + 1]());
     for (size_t i = 0; i < n; ++i)
-      for (size_t k = 0; kNameReduceScatterV[k]; ++k)
-        if (std::string(kNameReduceScatterV[k]) == std::string(kInfoReduceScatter[i].name) + "_v")
-          fn[i] = kFnReduceScatterVList[k], usable[i] = true;
+      for (size_t k = 0; vnames[k]; ++k)
+        if (std::string(vnames[k]) == std::string(info[i].name) + "_v") fn[i] = vfns[k], usable[i] = true;
   }
 };
-const ReduceScatterV& reduce_scatter_v() {
-  static const ReduceScatterV v;
+const VForms<bine::mpi::ReduceScatterVFn>& reduce_scatter_v() {
+  static const VForms<bine::mpi::ReduceScatterVFn> v(kInfoReduceScatter, kNameReduceScatterV, kFnReduceScatterVList);
   return v;
+}
+const VForms<bine::mpi::AllgathervFn>& allgather_v() {
+  static const VForms<bine::mpi::AllgathervFn> v(kInfoAllgather, kNameAllgatherV, kFnAllgatherVList);
+  return v;
+}
+
+/// An int array of MPI's v collectives as size_t, in a per-thread buffer reused across calls
+/// (`slot` 0 or 1: two arrays at once).
+const size_t* as_size_t(const int* a, int n, int slot) {
+  thread_local std::vector<size_t> buf[2];
+  buf[slot].assign(a, a + n);
+  return buf[slot].data();
 }
 
 int num_schedules(Coll c) {
@@ -660,15 +677,43 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
   if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
   const uint64_t bytes = p > 0 ? total * uint64_t(size) / uint64_t(p) : 0;
   MPI_Comm pc = MPI_COMM_NULL;
-  const ReduceScatterV& v = reduce_scatter_v();
+  const auto& v = reduce_scatter_v();
   // Zero bytes in all: MPI's (as the other collectives); a mean below one byte still runs.
   if (p > 0 && total == 0) p = -1, why = kEmpty;
   const int i = decide(kReduceScatter, comm, p, bytes == 0 ? 1 : bytes, cm, why, &pc, v.usable.get());
   if (i < 0) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  // The counts as size_t, in a per-thread buffer reused across calls.
-  thread_local std::vector<size_t> counts;
-  counts.assign(recvcounts, recvcounts + p);
-  return finish(comm, v.fn[size_t(i)](sendbuf, recvbuf, counts.data(), datatype, op, pc));
+  return finish(comm, v.fn[size_t(i)](sendbuf, recvbuf, as_size_t(recvcounts, p, 0), datatype, op, pc));
+}
+
+/// MPI_Allgatherv (issue 21) through the allgather rules, choosing among the schedules that
+/// have an irregular form (`<schedule>_v`), bytes = the mean block (the sum of the counts x
+/// the receive type's size / p; every rank passes the same counts); counted under
+/// allgather. Non-contiguous types, all counts zero, or no usable schedule:
+/// PMPI_Allgatherv. With MPI_IN_PLACE the rank's block is already at displs[rank].
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  Reason why = kInvalidArgs;
+  int p = comm_size(comm, &why), rsize = 0, ssize = 0;
+  if (p > 0 && (!recvcounts || !displs)) p = -1, why = kInvalidArgs;
+  uint64_t total = 0;
+  for (int i = 0; i < p; ++i) {
+    if (recvcounts[i] < 0 || displs[i] < 0) {
+      p = -1, why = kInvalidArgs;
+      break;
+    }
+    total += uint64_t(recvcounts[i]);
+  }
+  if (p > 0 && sendbuf != MPI_IN_PLACE && sendcount < 0) p = -1, why = kInvalidArgs;
+  if (p > 0 && (!contiguous(recvtype, &rsize) || (sendbuf != MPI_IN_PLACE && !contiguous(sendtype, &ssize))))
+    p = -1, why = kNoncontig;
+  if (p > 0 && total == 0) p = -1, why = kEmpty;
+  const uint64_t bytes = p > 0 ? std::max<uint64_t>(1, total * uint64_t(rsize) / uint64_t(p)) : 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const auto& v = allgather_v();
+  const int i = decide(kAllgather, comm, p, bytes, true, why, &pc, v.usable.get());
+  if (i < 0) return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+  return finish(comm, v.fn[size_t(i)](sendbuf, size_t(sendbuf == MPI_IN_PLACE ? 0 : sendcount), sendtype, recvbuf,
+                                      as_size_t(recvcounts, p, 0), as_size_t(displs, p, 1), recvtype, pc));
 }
 
 /// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the

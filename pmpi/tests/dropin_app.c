@@ -84,6 +84,16 @@ int main(int argc, char** argv) {
   MPI_Reduce_scatter(all, red, rcounts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Gather(red, 1, MPI_INT, all2, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0) for (int i = 0; i < p; ++i) cs = cs * 23 + all2[i];
+  /* MPI_Allgatherv: counts 1, 2, 0, 1, 2, 0, ... placed in reverse rank order with a gap of
+   * one element (an irregular form of an allgather schedule). */
+  int* disp = malloc(sizeof(int) * p);
+  int at = 0;
+  for (int i = p - 1; i >= 0; --i) rcounts[i] = (i + 1) % 3, disp[i] = at, at += (i + 1) % 3 + 1;
+  for (int i = 0; i < at; ++i) all2[i] = -1;
+  for (int i = 0; i < 2; ++i) red[i] = rank * 13 + i;
+  MPI_Allgatherv(red, (rank + 1) % 3, MPI_INT, all2, rcounts, disp, MPI_INT, MPI_COMM_WORLD);
+  if (rank == 0) for (int i = 0; i < at; ++i) cs = cs * 29 + all2[i];
+  free(disp);
   free(rcounts);
   for (int i = 0; i < k * p; ++i) all[i] = rank * 100 + i;
   MPI_Alltoall(all, k, MPI_INT, all2, k, MPI_INT, MPI_COMM_WORLD);

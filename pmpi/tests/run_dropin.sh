@@ -21,6 +21,10 @@ for p in 1 3 4 8; do
   for c in reduce allgather gather scatter reduce_scatter_block alltoall scan exscan barrier; do
     grep -Eq "^  $c: .*bine [1-9][0-9]* calls" "$tmp/err$p" || fail "p=$p: no bine $c call in the report"
   done
+  # MPI_Allgatherv (uneven counts, reversed displacements with gaps): served by an
+  # irregular form, like every MPI_Allgather call: no allgather fallback at all.
+  grep -Eq '^  allgather: ([0-9]+) calls, ([0-9]+) bytes; bine \1 calls, \2 bytes' "$tmp/err$p" ||
+    fail "p=$p: an MPI_Allgather or MPI_Allgatherv call was not served by a schedule"
   # MPI_Reduce_scatter: the equal-count call and the unequal one (an irregular form,
   # <schedule>_v) both served, like every MPI_Reduce_scatter_block call: no fallback.
   grep -Eq '^  reduce_scatter_block: ([0-9]+) calls, ([0-9]+) bytes; bine \1 calls, \2 bytes' "$tmp/err$p" ||

@@ -18,6 +18,10 @@ using ReduceFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, 
 using BlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm);
 /// gather, scatter (the same with root before comm).
 using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm);
+/// allgather's irregular form (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+/// recvtype, comm).
+using AllgathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype,
+                             MPI_Comm);
 /// reduce_scatter's irregular form (sendbuf, recvbuf, recvcounts, datatype, op, comm).
 using ReduceScatterVFn = int (*)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm);
 /// barrier (comm).
