@@ -65,7 +65,8 @@ std::string fmt(double x) {
 
 class Simulator {
  public:
-  Simulator(const Schedule& s, const CostVector& v, const CostParams& prm) : s_(s), v_(v), prm_(prm) {}
+  Simulator(const Schedule& s, const CostVector& v, const CostParams& prm)
+      : s_(s), v_(v), offsets_(count_offsets(v)), prm_(prm) {}
 
   CostResult run() {
     CostResult res;
@@ -133,6 +134,19 @@ class Simulator {
       err = "schedule has no blocks";
       return false;
     }
+    if (!v_.counts.empty()) {
+      if (int64_t(v_.counts.size()) != s_.blocks) {
+        err = "the counts vector has " + std::to_string(v_.counts.size()) + " entries, the instance " +
+              std::to_string(s_.blocks) + " blocks";
+        return false;
+      }
+      uint64_t sum = 0;
+      for (uint64_t c : v_.counts) sum += c;
+      if (sum != v_.elements) {
+        err = "the counts add up to " + std::to_string(sum) + " elements, the vector has " + std::to_string(v_.elements);
+        return false;
+      }
+    }
     return true;
   }
 
@@ -151,7 +165,7 @@ class Simulator {
   /// piece is left after the round's messages; otherwise nothing is credited.
   uint64_t exposed_reduction(const Round& rd, size_t i, int64_t x, int64_t y, int64_t t) const {
     const auto& rv = std::get<RecvOp>(rd[i]);
-    const uint64_t e = block_elements(rv.blocks, v_.elements, s_.blocks);
+    const uint64_t e = block_elements(rv.blocks, v_, s_.blocks, offsets_);
     const uint64_t piece = piece_elements(t);
     if (piece >= e) return e;
     for (size_t j = 0; j < rd.size(); ++j)
@@ -187,7 +201,7 @@ class Simulator {
           // A local reduction costs gamma per element after the round's messages, like a
           // receive's; local copies and permutations cost nothing in this model.
           if (const auto* lo = std::get_if<LocalOp>(&rd[i])) {
-            if (lo->reduce) reduce_[at(y, t)] += block_elements(lo->blocks, v_.elements, s_.blocks);
+            if (lo->reduce) reduce_[at(y, t)] += block_elements(lo->blocks, v_, s_.blocks, offsets_);
             continue;
           }
           if (!is_transfer(rd[i])) continue;
@@ -228,10 +242,10 @@ class Simulator {
           m.dst = y;
           m.round = t;
           m.send_index = j;
-          m.elements = block_elements(sd.blocks, v_.elements, s_.blocks);
+          m.elements = block_elements(sd.blocks, v_, s_.blocks, offsets_);
           // The size rule (message_sizes_agree(), schedule.h), at this element count: the
           // message's size is the sender's.
-          const uint64_t got = block_elements(rv.blocks, v_.elements, s_.blocks);
+          const uint64_t got = block_elements(rv.blocks, v_, s_.blocks, offsets_);
           if (got != m.elements && !message_sizes_agree(s_, sd.blocks, rv.blocks)) {
             err = "round " + std::to_string(t) + ": rank " + std::to_string(x) + " sends " + std::to_string(m.elements) +
                   " elements to rank " + std::to_string(y) + ", which receives " + std::to_string(got);
@@ -450,6 +464,7 @@ class Simulator {
 
   const Schedule& s_;
   const CostVector& v_;
+  const std::vector<uint64_t> offsets_;  ///< count_offsets(v_): the irregular layout, or empty
   const CostParams& prm_;
   int64_t p_ = 0, T_ = 0, seq_ = 0;
   std::vector<Message> msgs_;
@@ -505,6 +520,23 @@ uint64_t block_elements(const BlockSet& b, uint64_t n, int64_t B) {
   return e;
 }
 
+std::vector<uint64_t> count_offsets(const CostVector& v) {
+  std::vector<uint64_t> off;
+  if (v.counts.empty()) return off;
+  off.push_back(0);
+  for (uint64_t c : v.counts) off.push_back(off.back() + c);
+  return off;
+}
+
+uint64_t block_elements(const BlockSet& b, const CostVector& v, int64_t B, const std::vector<uint64_t>& offsets) {
+  if (offsets.size() != size_t(B) + 1 || B < 1) return block_elements(b, v.elements, B);
+  const uint64_t nb = uint64_t(B);
+  auto begin = [&](uint64_t k) { return (k / nb) * offsets.back() + offsets[k % nb]; };
+  uint64_t e = 0;
+  for (const auto& [lo, hi] : b.ranges()) e += begin(uint64_t(hi)) - begin(uint64_t(lo));
+  return e;
+}
+
 CostResult simulate_cost(const Schedule& s, const CostVector& v, const CostParams& params) {
   return Simulator(s, v, params).run();
 }
@@ -514,7 +546,12 @@ std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& 
   o << "cost of " << s.name << " (" << collective_name(s.collective) << "), p = " << s.p;
   if (collective_is_rooted(s.collective)) o << ", root = " << s.root;
   o << "\n  vector: " << v.elements * v.elem_size << " bytes = " << v.elements << " elements of " << v.elem_size
-    << " bytes, " << s.blocks << (s.blocks == 1 ? " block\n" : " blocks\n");
+    << " bytes, " << s.blocks << (s.blocks == 1 ? " block" : " blocks");
+  if (!v.counts.empty()) {
+    o << " of irregular sizes (elements):";
+    for (uint64_t x : v.counts) o << " " << x;
+  }
+  o << "\n";
   if (std::any_of(s.round_segments.begin(), s.round_segments.end(), [](int64_t x) { return x > 0; })) {
     o << "  segments (bytes per piece, by round):";
     for (int64_t x : s.round_segments) o << " " << (x > 0 ? std::to_string(x) : std::string("-"));
@@ -562,6 +599,7 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
   j["root"] = s.root;
   j["bytes"] = v.elements * v.elem_size;
   j["elements"] = v.elements;
+  if (!v.counts.empty()) j["counts"] = v.counts;
   j["elem_size"] = v.elem_size;
   j["blocks"] = s.blocks;
   j["round_segments"] = s.round_segments;

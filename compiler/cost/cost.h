@@ -47,6 +47,11 @@ struct CostParams {
 struct CostVector {
   uint64_t elements = 0;   ///< n: the vector's element count, split into Schedule::blocks blocks
   uint64_t elem_size = 1;  ///< bytes per element
+  /// Irregular blocks (the `_v` forms, issue 21): when non-empty, block b holds counts[b]
+  /// elements instead of a balanced share of `elements` (one entry per block of the
+  /// instance, Schedule::blocks, e.g. p for the rank-indexed collectives; `elements` must
+  /// be their sum, else simulate_cost fails). Scratch buffers repeat the layout.
+  std::vector<uint64_t> counts = {};
 };
 
 enum class StepKind { message, reduction };
@@ -101,6 +106,12 @@ CostResult simulate_cost(const Schedule& s, const CostVector& v, const CostParam
 
 /// Elements of block set `b` when n elements are split into B balanced blocks.
 uint64_t block_elements(const BlockSet& b, uint64_t n, int64_t B);
+/// The block offsets of v.counts: [0, c0, c0 + c1, ..., sum] (empty without counts).
+std::vector<uint64_t> count_offsets(const CostVector& v);
+/// Elements of block set `b` of the vector `v` over B blocks: the irregular layout when
+/// `offsets` (count_offsets(v)) is non-empty (block k is counts[k % B], buffer k / B), else
+/// the balanced split of v.elements. O(ranges of b).
+uint64_t block_elements(const BlockSet& b, const CostVector& v, int64_t B, const std::vector<uint64_t>& offsets);
 
 /// Readable report: parameters, makespan, critical path with its steps, per-rank table.
 std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& params, const CostResult& r);

@@ -521,9 +521,43 @@ struct CostOptions {
   bool commutative = false;  ///< instantiate with commutative = true
   std::string machine;       ///< --machine SPEC: regions from its rank map
   std::string local_level = "node";  ///< node, switch or group: the region of --machine
+  std::string counts;        ///< --counts C0,C1,...: elements per block (irregular forms)
 };
 
-int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set) {
+/// Parses --counts "C0,C1,..." (non-negative integers) into `out`; false on bad text.
+bool parse_counts(const std::string& text, std::vector<uint64_t>& out) {
+  out.clear();
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 18) return false;
+    out.push_back(std::stoull(item));
+    at = comma + 1;
+  }
+  return !out.empty();
+}
+
+int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_local_set, bool bytes_set) {
+  std::vector<uint64_t> counts;
+  if (!o.counts.empty()) {
+    if (!parse_counts(o.counts, counts)) {
+      std::cerr << "bine-cc: error: --counts expects non-negative element counts separated by commas, got '" << o.counts
+                << "'\n";
+      return 2;
+    }
+    uint64_t sum = 0;
+    for (uint64_t x : counts) sum += x;
+    if (bytes_set && o.bytes != sum * o.elem_size) {
+      std::cerr << "bine-cc: error: --bytes " << o.bytes << " disagrees with --counts (" << sum << " elements of "
+                << o.elem_size << " bytes); give one of them\n";
+      return 2;
+    }
+    o.bytes = sum * o.elem_size;
+  } else if (!bytes_set) {
+    std::cerr << "bine-cc: error: cost needs --bytes N (the vector) or --counts C0,C1,... (elements per block)\n";
+    return 2;
+  }
   if ((alpha_local_set || beta_local_set) && o.params.ppn == 0 && o.machine.empty()) {
     std::cerr << "bine-cc: error: --alpha-local and --beta-local need --ppn K or --machine SPEC\n";
     return 2;
@@ -558,7 +592,7 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   if (const int rc = load_instance(c, o.p, o.root, prog, diags, sch, &decl, o.commutative)) return rc;
   const ScheduleDecl& s = *decl;
   if (o.segment_bytes >= 0) sch.round_segments.assign(size_t(sch.num_rounds), o.segment_bytes);
-  const CostVector vec{o.bytes / o.elem_size, o.elem_size};
+  const CostVector vec{o.bytes / o.elem_size, o.elem_size, counts};
   const CostResult res = simulate_cost(sch, vec, o.params);
   if (!res.ok) {
     std::cerr << "bine-cc: error: cannot cost '" << s.name << "' at p=" << o.p << ": " << res.error << "\n";
@@ -762,7 +796,10 @@ int main(int argc, char** argv) {
   add_common(cost);
   cost->add_option("-p", copt.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
   cost->add_option("--root", copt.root, "root rank (rooted collectives)");
-  cost->add_option("--bytes", copt.bytes, "vector size n in bytes")->required()->check(non_negative);
+  CLI::Option* bytes_opt = cost->add_option("--bytes", copt.bytes, "vector size n in bytes (or --counts)")->check(non_negative);
+  cost->add_option("--counts", copt.counts,
+                   "irregular blocks (the _v forms): elements per block, C0,C1,... (one per block of the instance, "
+                   "p for allgather, gather, scatter, reduce_scatter); the vector is their sum");
   cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)")->check(non_negative);
   cost->add_option("--alpha", copt.params.alpha, "latency per message")->required();
   cost->add_option("--beta", copt.params.beta, "time per byte")->required();
@@ -882,6 +919,6 @@ int main(int argc, char** argv) {
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
   if (trf->parsed()) return cmd_traffic(common, tcli);
-  if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0);
+  if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0, bytes_opt->count() > 0);
   return 2;
 }

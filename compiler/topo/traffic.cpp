@@ -13,6 +13,7 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
     throw std::invalid_argument("count_traffic: the rank map has " + std::to_string(m.p()) + " ranks, the schedule " +
                                 std::to_string(s.p));
   TrafficResult t;
+  const std::vector<uint64_t> offsets = count_offsets(v);
   t.rounds.assign(size_t(s.num_rounds), ClassTraffic{});
   for (int64_t r = 0; r < s.p; ++r)
     for (int64_t k = 0; k < s.num_rounds && size_t(k) < s.ranks[size_t(r)].size(); ++k)
@@ -20,7 +21,7 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
         const auto* send = std::get_if<SendOp>(&op);
         if (!send) continue;
         const size_t c = size_t(m.link_class(r, send->peer));
-        const uint64_t bytes = block_elements(send->blocks, v.elements, s.blocks) * v.elem_size;
+        const uint64_t bytes = block_elements(send->blocks, v, s.blocks, offsets) * v.elem_size;
         for (ClassTraffic* x : {&t.rounds[size_t(k)], &t.total}) {
           (*x)[c].bytes += bytes;
           (*x)[c].messages += 1;

@@ -62,6 +62,19 @@ def main():
     case("cost --bytes -1 does not wrap", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                            "--bytes", "-1", "--alpha", "1", "--beta", "1", "--gamma", "1"],
          105, err=r"--bytes: must be 0 or more, got -1")
+    # cost --counts (irregular blocks): bad text, a disagreeing --bytes, neither given, the
+    # wrong number of blocks; a good one prints the layout.
+    cost_ag = ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allgather", "-p", "4", "--alpha", "1", "--beta", "1",
+               "--gamma", "0"]
+    case("cost --counts with a negative count", cost_ag + ["--counts", "1,-2,3,4"], 2,
+         err=r"--counts expects non-negative element counts separated by commas, got '1,-2,3,4'")
+    case("cost --counts disagreeing with --bytes", cost_ag + ["--counts", "1,2,3,4", "--bytes", "44"], 2,
+         err=r"--bytes 44 disagrees with --counts \(10 elements of 4 bytes\)")
+    case("cost without --bytes or --counts", cost_ag, 2, err=r"cost needs --bytes N \(the vector\) or --counts")
+    case("cost --counts of the wrong length", cost_ag + ["--counts", "1,2,3"], 1,
+         err=r"the counts vector has 3 entries, the instance 4 blocks")
+    case("cost --counts prints the irregular layout", cost_ag + ["--counts", "0,5,0,100"], 0,
+         out=r"vector: 420 bytes = 105 elements of 4 bytes, 4 blocks of irregular sizes \(elements\): 0 5 0 100")
     # bine-cc lower: the composed schedule's body inlined as phase #0 (its statements keep
     # their source file and line), its checks hoisted as "use #0", the mirror that ends the
     # body marked final; an overridden param is bound to the caller's value.
