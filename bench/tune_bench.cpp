@@ -26,81 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
+#include "bench_registry.hpp"
 
 namespace {
 
-using bine::mpi::BarrierFn;
-using bine::mpi::BcastFn;
-using bine::mpi::BlocksFn;
-using bine::mpi::ReduceAllFn;
-using bine::mpi::ReduceFn;
-using bine::mpi::RootedBlocksFn;
-
-/// One candidate: a generated function (any of the types above) and its applicability.
-struct Entry {
-  const char* name;  ///< schedule name (the function's without "bcc_"), or "mpi"
-  void* fn;          ///< null for "mpi"
-  int (*applicable)(int);
-};
-
-#define BINE_TB_ENTRY(f, ord, br) {#f + 4, reinterpret_cast<void*>(&f), &f##_applicable},
-const Entry kAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kBcast[] = {BCC_BCAST_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kReduce[] = {BCC_REDUCE_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kGather[] = {BCC_GATHER_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kScatter[] = {BCC_SCATTER_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kScan[] = {BCC_SCAN_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-const Entry kBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_TB_ENTRY){"mpi", nullptr, nullptr}};
-#undef BINE_TB_ENTRY
-
-struct Coll {
-  const char* key;  ///< the PMPI table's key
-  const Entry* entries;
-  size_t n;
-};
-#define BINE_TB_COLL(key, arr) {key, arr, sizeof(arr) / sizeof(arr[0])}
-const Coll kColls[] = {BINE_TB_COLL("allreduce", kAllreduce), BINE_TB_COLL("bcast", kBcast),
-                       BINE_TB_COLL("reduce", kReduce),       BINE_TB_COLL("allgather", kAllgather),
-                       BINE_TB_COLL("gather", kGather),       BINE_TB_COLL("scatter", kScatter),
-                       BINE_TB_COLL("reduce_scatter_block", kReduceScatter),
-                       BINE_TB_COLL("alltoall", kAlltoall),   BINE_TB_COLL("scan", kScan),
-                       BINE_TB_COLL("exscan", kExscan),       BINE_TB_COLL("barrier", kBarrier)};
-#undef BINE_TB_COLL
-
-/// One call of `e` for collective `key` with `n` elements (one rank's block for the
-/// rank-indexed collectives), into buffers of at least p * n elements.
-int call(const char* key, const Entry& e, char* s, char* r, size_t n, MPI_Datatype t, int p, MPI_Comm comm) {
-  const std::string k = key;
-  const bool mpi = e.fn == nullptr;
-  (void)p;
-  if (k == "allreduce")
-    return mpi ? MPI_Allreduce(s, r, int(n), t, MPI_SUM, comm) : reinterpret_cast<ReduceAllFn>(e.fn)(s, r, n, t, MPI_SUM, comm);
-  if (k == "scan")
-    return mpi ? MPI_Scan(s, r, int(n), t, MPI_SUM, comm) : reinterpret_cast<ReduceAllFn>(e.fn)(s, r, n, t, MPI_SUM, comm);
-  if (k == "exscan")
-    return mpi ? MPI_Exscan(s, r, int(n), t, MPI_SUM, comm) : reinterpret_cast<ReduceAllFn>(e.fn)(s, r, n, t, MPI_SUM, comm);
-  if (k == "bcast") return mpi ? MPI_Bcast(r, int(n), t, 0, comm) : reinterpret_cast<BcastFn>(e.fn)(r, n, t, 0, comm);
-  if (k == "reduce")
-    return mpi ? MPI_Reduce(s, r, int(n), t, MPI_SUM, 0, comm) : reinterpret_cast<ReduceFn>(e.fn)(s, r, n, t, MPI_SUM, 0, comm);
-  if (k == "allgather")
-    return mpi ? MPI_Allgather(s, int(n), t, r, int(n), t, comm) : reinterpret_cast<BlocksFn>(e.fn)(s, n, t, r, n, t, comm);
-  if (k == "alltoall")
-    return mpi ? MPI_Alltoall(s, int(n), t, r, int(n), t, comm) : reinterpret_cast<BlocksFn>(e.fn)(s, n, t, r, n, t, comm);
-  if (k == "gather")
-    return mpi ? MPI_Gather(s, int(n), t, r, int(n), t, 0, comm) : reinterpret_cast<RootedBlocksFn>(e.fn)(s, n, t, r, n, t, 0, comm);
-  if (k == "scatter")
-    return mpi ? MPI_Scatter(s, int(n), t, r, int(n), t, 0, comm) : reinterpret_cast<RootedBlocksFn>(e.fn)(s, n, t, r, n, t, 0, comm);
-  if (k == "reduce_scatter_block")
-    return mpi ? MPI_Reduce_scatter_block(s, r, int(n), t, MPI_SUM, comm)
-               : reinterpret_cast<ReduceAllFn>(e.fn)(s, r, n, t, MPI_SUM, comm);
-  return mpi ? MPI_Barrier(comm) : reinterpret_cast<BarrierFn>(e.fn)(comm);
-}
+using bine::bench::Coll;
+using bine::bench::Entry;
+using bine::bench::kColls;
 
 }  // namespace
 
@@ -149,10 +82,10 @@ int main(int argc, char** argv) {
         const uint64_t bytes = barrier ? 0 : sizes[k];
         const size_t n = size_t(bytes / es);
         const int iters = iters_arg > 0 ? iters_arg : int(std::max<uint64_t>(3, std::min<uint64_t>(50, (1u << 20) / std::max<uint64_t>(bytes, 1))));
-        int rc = call(c.key, e, s.data(), r.data(), n, t, p, MPI_COMM_WORLD);  // warm-up: plans
+        int rc = bine::bench::call(c.key, e, s.data(), r.data(), n, t, MPI_COMM_WORLD);  // warm-up: plans
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
-        for (int it = 0; it < iters && rc == MPI_SUCCESS; ++it) rc = call(c.key, e, s.data(), r.data(), n, t, p, MPI_COMM_WORLD);
+        for (int it = 0; it < iters && rc == MPI_SUCCESS; ++it) rc = bine::bench::call(c.key, e, s.data(), r.data(), n, t, MPI_COMM_WORLD);
         double mine = (MPI_Wtime() - t0) / iters * 1e6, slowest = 0;
         int any_rc = 0;
         MPI_Allreduce(&rc, &any_rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -42,7 +42,7 @@ inline int node_labels(MPI_Comm comm, int p, int me, std::vector<int64_t>& label
   static std::once_flag once;
   std::call_once(once, [] {
     MPI_Comm_copy_attr_function* copy = MPI_COMM_NULL_COPY_FN;
-    MPI_Comm_delete_attr_function* del = [](MPI_Comm, int, void* attr, void*) {
+    MPI_Comm_delete_attr_function* del = [](MPI_Comm, int, void* attr, void*) -> int {
       delete static_cast<std::vector<int64_t>*>(attr);
       return MPI_SUCCESS;
     };
