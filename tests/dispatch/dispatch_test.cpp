@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "../mpi/matmul_op.hpp"
+
 namespace {
 
 int g_rank = 0, g_p = 1, g_failures = 0, g_checks = 0;
@@ -146,20 +148,12 @@ void reduce_check() {
 
 /// A non-commutative operator: the product of 2x2 integer matrices (wrapping), on a derived
 /// datatype of four ints. Every dispatcher must agree exactly with MPI's collective.
-void matmul(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const uint32_t*>(in);
-  auto* b = static_cast<uint32_t*>(inout);
-  for (int k = 0; k < *len; ++k, a += 4, b += 4) {
-    const uint32_t c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
-                           a[2] * b[1] + a[3] * b[3]};
-    std::memcpy(b, c, sizeof c);
-  }
-}
+using bine::test::matmul_op;
 
 void noncommutative() {
   MPI_Op op;
   MPI_Datatype mat;
-  MPI_Op_create(matmul, 0, &op);
+  MPI_Op_create(matmul_op, 0, &op);
   MPI_Type_contiguous(4, MPI_UINT32_T, &mat);
   MPI_Type_commit(&mat);
   for (size_t count : {size_t(1), size_t(3), size_t(40)}) {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "matmul_op.hpp"
+
 namespace {
 
 using VFn = int (*)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm);
@@ -40,15 +42,7 @@ void expect(bool ok, const std::string& what) {
   if (!ok && ++g_fail <= 20) std::fprintf(stderr, "rank %d p=%d: FAIL %s\n", g_rank, g_p, what.c_str());
 }
 
-void matmul(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const uint32_t*>(in);
-  auto* b = static_cast<uint32_t*>(inout);
-  for (int k = 0; k < *len; ++k, a += 4, b += 4) {
-    const uint32_t c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2],
-                           a[2] * b[1] + a[3] * b[3]};
-    std::memcpy(b, c, sizeof c);
-  }
-}
+using bine::test::matmul_op;
 
 /// The layouts (the same on every rank: seeded by the layout's index only).
 std::vector<std::vector<size_t>> layouts() {
@@ -134,7 +128,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     MPI_Op op;
     MPI_Type_contiguous(4, MPI_UINT32_T, &mat);
     MPI_Type_commit(&mat);
-    MPI_Op_create(matmul, 0, &op);
+    MPI_Op_create(matmul_op, 0, &op);
     std::vector<uint32_t> send(4 * total), got(4 * mine, 9), want(4 * mine, 9);
     std::mt19937 gen(7u * unsigned(g_rank) + unsigned(li));
     for (uint32_t& x : send) x = gen() % 5;

@@ -842,9 +842,15 @@ class BasicContext {
     blocked_ = true;
     block_elems_ = count_ == 0 ? 0 : recvcount;
     count_ = block_elems_ * p;
+    return reduce_scatter_input(src, recvbuf, uint64_t(rank_) * block_elems_, block_elems_);
+  }
+  /// The common end of begin_reduce_scatter / begin_reduce_scatterv: the p blocks of `src`
+  /// (count_ elements) into an internal working copy (packed for a non-contiguous type), and
+  /// this rank's `mine` elements at element `at` of it bound for recvbuf at the end.
+  int reduce_scatter_input(const void* src, void* recvbuf, uint64_t at, uint64_t mine) {
     if (packed_) {
-      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
-      set_unpack(recvbuf, uint64_t(rank_) * block_elems_ * elem_bytes_, block_elems_, user_type_, shape_);
+      if (const int rc = pack_vector(src); rc != MPI_SUCCESS) return rc;
+      set_unpack(recvbuf, at * elem_bytes_, mine, user_type_, shape_);
     } else {
       if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
       if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
@@ -898,16 +904,7 @@ class BasicContext {
     voff_.assign(size_t(size_) + 1, 0);
     for (int64_t b = 0; b < size_; ++b)
       voff_[size_t(b) + 1] = voff_[size_t(b)] + (count_ == 0 ? 0 : uint64_t(recvcounts[b]));
-    if (packed_) {
-      if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
-      set_unpack(recvbuf, voff_[size_t(rank_)] * elem_bytes_, mine, user_type_, shape_);
-    } else {
-      if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
-      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
-      out_ = recvbuf;
-    }
-    announce();
-    return MPI_SUCCESS;
+    return reduce_scatter_input(src, recvbuf, voff_[size_t(rank_)], mine);
   }
 
   /// True when there is nothing to communicate (count == 0 or a single rank); finish()
