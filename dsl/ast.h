@@ -41,7 +41,32 @@ struct Expr {
   int fn = -1;         ///< call: index of the user fn in Program::fns
 };
 
-enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute, round_block, local };
+enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, mirror, use, permute, round_block, local, frames };
+
+/// How a `frames` schedule chooses the packet a frame's arc u>v carries in a step, among
+/// the packets u holds and v lacks at the start of the step (docs/language.md, "frames").
+enum class PacketRule {
+  lowest,    ///< the lowest packet id: every node receives packets 0, 1, 2, ... in order
+  potential  ///< BBS Algorithm 1 (forward potential): the packet that the most neighbours of
+             ///< v lack; ties: the lowest id (Lu et al., "A New Broadcast Model ...", Sec. 2.3)
+};
+const char* packet_rule_name(PacketRule r);
+
+/// The data of a `frames` statement: a topology, the root node the frames were built for,
+/// and the frame cycle (BBS, Lu et al. Sec. 2.3; docs/language.md, "frames"). Node ids are
+/// 0-based; rank x plays node (x - root + frames.root) mod nodes, so every root is served.
+struct FramesData {
+  int64_t nodes = 0;   ///< P: the topology's node count (the schedule applies at p = P only)
+  int64_t root = 0;    ///< the node the frames' root sits on
+  PacketRule rule = PacketRule::lowest;
+  Span nodes_span, root_span, rule_span, links_span;
+  std::vector<std::pair<int64_t, int64_t>> links;  ///< undirected links (u, v), as written
+  std::vector<Span> link_spans;
+  /// [frame] the arcs (sender, receiver) active in step t when t mod F is the frame's index
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> frames;
+  std::vector<std::vector<Span>> arc_spans;
+  std::vector<Span> frame_spans;  ///< [frame] the `frame` line
+};
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
@@ -77,6 +102,9 @@ struct Stmt {
   };
   std::vector<Override> overrides;
   bool in_fn = false;        ///< a statement of a fn body: `slot` indexes the fn's frame
+  /// frames: the topology and frame cycle (shared by the RankProgram's copy); `body` holds
+  /// one empty `round_block` per frame, spanning its `frame` line (the origin of its ops).
+  std::shared_ptr<const FramesData> frames;
   // lowered (compiler/ir/lower.h), in RankProgram copies only
   int use = -1;              ///< use: index in RankProgram::uses
   bool at_end = false;       ///< the statement ends the top-level body (through inlined uses)

@@ -74,6 +74,7 @@ const char* tok_name(Tok t) {
     case Tok::kw_permute: return "'permute'";
     case Tok::kw_scratch: return "'scratch'";
     case Tok::kw_into: return "'into'";
+    case Tok::kw_frames: return "'frames'";
     case Tok::kw_round: return "'round'";
     case Tok::kw_return: return "'return'";
     case Tok::lbrace: return "'{'";
@@ -133,7 +134,7 @@ const std::unordered_map<std::string, Tok>& keywords() {
       {"mirror", Tok::kw_mirror},     {"all", Tok::kw_all},
       {"none", Tok::kw_none},         {"block", Tok::kw_block},
       {"wrap", Tok::kw_wrap},         {"stride", Tok::kw_stride},
-      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round}, {"return", Tok::kw_return}, {"scratch", Tok::kw_scratch}, {"into", Tok::kw_into},         {"false", Tok::kw_false},
+      {"true", Tok::kw_true}, {"permute", Tok::kw_permute}, {"round", Tok::kw_round}, {"return", Tok::kw_return}, {"scratch", Tok::kw_scratch}, {"into", Tok::kw_into}, {"frames", Tok::kw_frames},         {"false", Tok::kw_false},
   };
   return k;
 }

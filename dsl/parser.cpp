@@ -115,7 +115,7 @@ class Parser {
         case Tok::kw_let: case Tok::kw_var: case Tok::kw_for: case Tok::kw_if: case Tok::kw_send:
         case Tok::kw_recv: case Tok::kw_exchange: case Tok::kw_phase: case Tok::kw_schedule:
         case Tok::kw_requires: case Tok::kw_blocks: case Tok::kw_fn: case Tok::kw_fold: case Tok::kw_params:
-        case Tok::kw_segment: case Tok::kw_scratch:
+        case Tok::kw_segment: case Tok::kw_scratch: case Tok::kw_frames:
           if (depth == 0) return;
           break;
         case Tok::ident: case Tok::integer: case Tok::lparen: case Tok::kw_else: case Tok::kw_true:
@@ -491,10 +491,120 @@ class Parser {
         if (!block(s->body, "to open the phase body")) return fail();
         return top ? std::move(s) : nullptr;
       }
+      case Tok::kw_frames: {
+        StmtPtr s = frames_stmt();
+        if (s && !top) { diags_.error(s->span, "'frames' is only allowed at the top level of a schedule"); return nullptr; }
+        return s;
+      }
       default:
         error_here("expected a statement, found " + describe(cur()));
         return fail();
     }
+  }
+  // frames_stmt := 'frames' '{' { frames_item } '}'
+  // frames_item := 'nodes' INT | 'root' INT | 'packet' IDENT
+  //              | 'links' { INT '-' INT } | 'frame' { INT '>' INT }
+  // (nodes, root, packet, links and frame are words of the frames block, not keywords)
+  StmtPtr frames_stmt() {
+    StmtPtr s = make_stmt(StmtKind::frames);
+    auto fd = std::make_shared<FramesData>();
+    ++pos_;
+    const Span open = cur().span;
+    if (!expect(Tok::lbrace, "after 'frames'")) return fail();
+    // INT: a node id or count, as written (sema checks the ranges).
+    auto integer = [&](int64_t& v, Span& where, const char* what) {
+      if (!at(Tok::integer)) {
+        error_here(std::string("expected ") + what + ", found " + describe(cur()));
+        return false;
+      }
+      v = cur().value;
+      where = cur().span;
+      ++pos_;
+      return true;
+    };
+    bool seen_nodes = false, seen_root = false, seen_rule = false, seen_links = false;
+    auto once = [&](bool& seen, const char* word) {
+      if (seen) error_here(std::string("duplicate '") + word + "' in 'frames'");
+      seen = true;
+    };
+    while (!at(Tok::rbrace) && !at(Tok::eof) && !too_many()) {
+      if (!at(Tok::ident)) {
+        error_here("expected 'nodes', 'root', 'packet', 'links' or 'frame' in 'frames', found " + describe(cur()));
+        return skip_frames(open);
+      }
+      const std::string word = cur().text;
+      const Span word_span = cur().span;
+      if (word == "nodes") {
+        once(seen_nodes, "nodes");
+        ++pos_;
+        if (!integer(fd->nodes, fd->nodes_span, "the node count after 'nodes'")) return skip_frames(open);
+      } else if (word == "root") {
+        once(seen_root, "root");
+        ++pos_;
+        if (!integer(fd->root, fd->root_span, "the root node after 'root'")) return skip_frames(open);
+      } else if (word == "packet") {
+        once(seen_rule, "packet");
+        ++pos_;
+        if (!at(Tok::ident) || (cur().text != "lowest" && cur().text != "potential")) {
+          error_here("expected a packet rule after 'packet' ('lowest' or 'potential'), found " + describe(cur()));
+          return skip_frames(open);
+        }
+        fd->rule = cur().text == "lowest" ? PacketRule::lowest : PacketRule::potential;
+        fd->rule_span = cur().span;
+        ++pos_;
+      } else if (word == "links" || word == "frame") {
+        const bool links = word == "links";
+        if (links) once(seen_links, "links");
+        ++pos_;
+        std::vector<std::pair<int64_t, int64_t>> pairs;
+        std::vector<Span> spans;
+        while (at(Tok::integer)) {
+          std::pair<int64_t, int64_t> e;
+          Span a, b;
+          integer(e.first, a, "");
+          if (!expect(links ? Tok::minus : Tok::gt, links ? "between the two nodes of a link (write U-V)"
+                                                           : "between the sender and the receiver of an arc (write U>V)"))
+            return skip_frames(open);
+          if (!integer(e.second, b, links ? "the second node of the link" : "the receiving node of the arc"))
+            return skip_frames(open);
+          pairs.push_back(e);
+          Span sp = a;
+          sp.end = b.end;
+          spans.push_back(sp);
+        }
+        if (links) {
+          fd->links = std::move(pairs);
+          fd->link_spans = std::move(spans);
+          fd->links_span = span_from(word_span);
+        } else {
+          fd->frames.push_back(std::move(pairs));
+          fd->arc_spans.push_back(std::move(spans));
+          fd->frame_spans.push_back(span_from(word_span));
+          auto site = std::make_unique<Stmt>();
+          site->kind = StmtKind::round_block;
+          site->span = fd->frame_spans.back();
+          s->body.push_back(std::move(site));
+        }
+      } else {
+        error_here("expected 'nodes', 'root', 'packet', 'links' or 'frame' in 'frames', found " + describe(cur()));
+        return skip_frames(open);
+      }
+      accept(Tok::semi);
+    }
+    if (!expect_close(open, "to close 'frames'")) return fail();
+    if (!seen_nodes) diags_.error(s->span, "'frames' needs 'nodes N' (the topology's node count)");
+    if (!seen_links) diags_.error(s->span, "'frames' needs 'links U-V ...' (the topology's links)");
+    if (fd->frames.empty()) diags_.error(s->span, "'frames' needs at least one 'frame U>V ...'");
+    s->span = span_from(s->span);
+    s->frames = std::move(fd);
+    return s;
+  }
+  /// After an error inside 'frames': skips to its closing brace.
+  StmtPtr skip_frames(const Span& open) {
+    (void)open;
+    while (!at(Tok::rbrace) && !at(Tok::eof)) ++pos_;
+    accept(Tok::rbrace);
+    return nullptr;
   }
   void reduce_or_copy(Stmt& s) {
     if (at(Tok::kw_reduce)) {

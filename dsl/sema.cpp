@@ -29,6 +29,7 @@ static const char* const kCollectiveNames[kCollectiveCount] = {
     "bcast", "reduce", "allreduce", "reduce_scatter", "allgather", "gather", "scatter", "alltoall", "scan", "exscan", "barrier"};
 
 const char* collective_name(Collective c) { return kCollectiveNames[int(c)]; }
+const char* packet_rule_name(PacketRule r) { return r == PacketRule::lowest ? "lowest" : "potential"; }
 bool collective_from_name(const std::string& s, Collective& c) {
   for (int i = 0; i < kCollectiveCount; ++i)
     if (s == kCollectiveNames[i]) {
@@ -299,9 +300,88 @@ class Sema {
     // Params and the top-level statements share one scope (generated code declares them
     // side by side), so a top-level 'let' cannot reuse a parameter's name.
     for (StmtPtr& st : s.body) check_stmt(*st, /*round_level=*/true, /*in_round=*/false, /*top=*/true);
+    check_frames_schedule(s);
     s.num_phases = int(phases_.size());
     pop();
     sched_ = nullptr;
+  }
+  /// A schedule with a `frames` statement: a bcast whose body is that statement alone,
+  /// without fold, scratch or segment, with `blocks` an integer literal (the packet count
+  /// N that the emitted table is built for; docs/language.md, "frames").
+  void check_frames_schedule(const ScheduleDecl& s) {
+    const Stmt* fr = nullptr;
+    for (const StmtPtr& st : s.body)
+      if (st->kind == StmtKind::frames) fr = fr ? fr : st.get();
+    if (!fr) return;
+    for (const StmtPtr& st : s.body)
+      if (st.get() != fr) {
+        Diagnostic& d = diags_.error(st->span, "a schedule with 'frames' has no other statements (the frames are its body)");
+        add_note(d, fr->span, "the frames are here");
+        return;
+      }
+    if (s.collective != Collective::bcast)
+      diags_.error(fr->span, std::string("'frames' describe a broadcast; schedule '") + s.name + "' implements " + s.collective_name);
+    if (s.fold != FoldKind::none) diags_.error(s.fold_span, "'fold' cannot be combined with 'frames' (the frames fix p)");
+    if (s.scratch) diags_.error(s.scratch->span, "'scratch' cannot be combined with 'frames'");
+    if (s.segment) diags_.error(s.segment->span, "'segment' cannot be combined with 'frames' (a frame's message is one packet, one block)");
+    if (!s.blocks || s.blocks->kind != ExprKind::integer)
+      diags_.error(s.blocks ? s.blocks->span : s.name_span,
+                   "a schedule with 'frames' needs 'blocks N' with an integer literal N (the packet count its table is built for)");
+  }
+  /// The topology and frames of a `frames` statement: node ids in 0..nodes-1, links
+  /// between two distinct nodes, each once; every frame a matching (a node in at most one
+  /// of its arcs) of arcs along links.
+  void check_frames(const Stmt& st) {
+    const FramesData& f = *st.frames;
+    constexpr int64_t kMaxNodes = 1 << 20;
+    if (f.nodes < 1 || f.nodes > kMaxNodes) {
+      diags_.error(f.nodes_span, "node count " + std::to_string(f.nodes) + " outside 1.." + std::to_string(kMaxNodes));
+      return;
+    }
+    auto node_ok = [&](int64_t v, const Span& at) {
+      if (v >= 0 && v < f.nodes) return true;
+      diags_.error(at, "node " + std::to_string(v) + " outside 0.." + std::to_string(f.nodes - 1) + " ('nodes " +
+                           std::to_string(f.nodes) + "')");
+      return false;
+    };
+    node_ok(f.root, f.root_span.file ? f.root_span : st.span);
+    std::map<std::pair<int64_t, int64_t>, size_t> links;
+    for (size_t i = 0; i < f.links.size(); ++i) {
+      auto [u, v] = f.links[i];
+      const Span& at = f.link_spans[i];
+      if (!node_ok(u, at) || !node_ok(v, at)) continue;
+      if (u == v) {
+        diags_.error(at, "link " + std::to_string(u) + "-" + std::to_string(v) + " joins a node to itself");
+        continue;
+      }
+      auto [it, fresh] = links.emplace(std::minmax(u, v), i);
+      if (!fresh) {
+        Diagnostic& d = diags_.error(at, "duplicate link " + std::to_string(u) + "-" + std::to_string(v));
+        add_note(d, f.link_spans[it->second], "first given here");
+      }
+    }
+    for (size_t k = 0; k < f.frames.size(); ++k) {
+      std::map<int64_t, size_t> busy;  // node -> the arc of this frame it is in
+      for (size_t i = 0; i < f.frames[k].size(); ++i) {
+        auto [u, v] = f.frames[k][i];
+        const Span& at = f.arc_spans[k][i];
+        if (!node_ok(u, at) || !node_ok(v, at)) continue;
+        if (!links.count(std::minmax(u, v))) {
+          diags_.error(at, "arc " + std::to_string(u) + ">" + std::to_string(v) + " of frame " + std::to_string(k) +
+                               " is not along a link of the topology");
+          continue;
+        }
+        for (int64_t x : {u, v}) {
+          auto [it, fresh] = busy.emplace(x, i);
+          if (!fresh) {
+            Diagnostic& d = diags_.error(at, "node " + std::to_string(x) + " is in two arcs of frame " + std::to_string(k) +
+                                                 " (a frame is a matching: each node sends or receives at most once a step)");
+            add_note(d, f.arc_spans[k][it->second], "its other arc");
+            break;
+          }
+        }
+      }
+    }
   }
   static bool mentions_commutative(const Expr& e) {
     if (e.kind == ExprKind::name && e.ref == NameKind::commutative) return true;
@@ -421,6 +501,12 @@ class Sema {
                                            " schedule: only reduce, allreduce, reduce_scatter, scan and exscan combine data");
         st.communicates = true;  // like a transfer, it belongs to a round
         st.round = !in_round;
+        return;
+      }
+      case StmtKind::frames: {
+        if (!top) diags_.error(st.span, "'frames' is only allowed at the top level of a schedule");
+        check_frames(st);
+        st.communicates = true;
         return;
       }
       case StmtKind::round_block: {

@@ -14,7 +14,7 @@ enum class Tok {
   kw_schedule, kw_implements, kw_requires, kw_blocks, kw_params, kw_fold, kw_segment, kw_let, kw_var,
   kw_fn, kw_for, kw_in, kw_if, kw_else, kw_send, kw_recv, kw_exchange, kw_to, kw_from,
   kw_with, kw_reduce, kw_copy, kw_phase, kw_mirror, kw_all, kw_none, kw_block, kw_wrap,
-  kw_stride, kw_true, kw_false, kw_permute, kw_round, kw_return, kw_scratch, kw_into,
+  kw_stride, kw_true, kw_false, kw_permute, kw_round, kw_return, kw_scratch, kw_into, kw_frames,
   // punctuation
   lbrace, rbrace, lparen, rparen, lbracket, rbracket, comma, semi, colon, question, dotdot,
   assign, eq, ne, lt, le, gt, ge, plus, minus, star, slash, percent, amp, pipe, caret,

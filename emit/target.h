@@ -66,6 +66,7 @@ struct TargetFeatures {
   bool segment = false;                 ///< `segment E`
   bool permute = false;                 ///< local `permute`
   bool composition = false;             ///< `phase x = other_schedule(...)`
+  bool frames = false;                  ///< `frames { ... }` (table-driven BBS broadcast)
 };
 
 /// The features of a target whose transport sits below the runtime's round pipeline

@@ -42,6 +42,7 @@ namespace {
 std::string unsupported_stmt(const RankProgram& rp, const Block& b, const TargetFeatures& f) {
   for (const StmtPtr& st : b) {
     if (st->kind == StmtKind::permute && !f.permute) return "'permute'";
+    if (st->kind == StmtKind::frames && !f.frames) return "'frames'";
     if (st->kind == StmtKind::local && !f.scratch) return "local 'reduce'/'copy'";
     if (st->kind == StmtKind::use && !f.composition) return "composition ('phase " + st->name + " = ...')";
     std::string inner;
@@ -69,7 +70,7 @@ const TargetFeatures& round_pipeline_features() {
                      Collective::gather,    Collective::scatter, Collective::reduce_scatter, Collective::alltoall,
                      Collective::scan,      Collective::exscan,  Collective::barrier};
     x.fold_two_one = x.fold_three_two = x.fold_ring = true;
-    x.scratch = x.segment = x.permute = x.composition = true;
+    x.scratch = x.segment = x.permute = x.composition = x.frames = true;
     return x;
   }();
   return f;

@@ -1,8 +1,10 @@
 #include "synth_cmd.h"
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 
 #include "bbs.h"
@@ -26,6 +28,12 @@ CLI::App* add_synth_command(CLI::App& app, SynthCli& s) {
   bbs->add_flag("--baselines", s.baselines, "also run Greedy and Binary Tree in the same model");
   bbs->add_flag("--frames", s.frames, "print the frame table");
   bbs->add_option("-o,--output", s.out, "write the frame table (one frame a line: 'sender>receiver ...') to FILE");
+  bbs->add_option("--bine", s.bine_out,
+                  "write the frames as a .bine schedule (a 'frames' statement: docs/language.md) to FILE, for check, cost and compile");
+  bbs->add_option("--name", s.name, "the schedule name in --bine's file (default bbs_<topology>, e.g. bbs_grid_4x4)");
+  bbs->add_option("--packet", s.packet,
+                  "the packet rule in --bine's file: lowest (each node receives packets in order, default) or potential (Algorithm 1)")
+      ->check(CLI::IsMember({"lowest", "potential"}));
   return bbs;
 }
 
@@ -89,6 +97,61 @@ int cmd_synth_bbs(const SynthCli& s) {
       os << "\n";
     }
   };
+  if (!s.bine_out.empty()) {
+    // The same frames run with the file's packet rule in the model: the T it states (the
+    // compiler's own run of the frames statement must agree; tests/bbs/run.sh checks).
+    Run r;
+    const bool lowest = s.packet == "lowest";
+    if (!run_frames(g, s.root, s.packets, syn.frames, lowest ? Choice::lowest : Choice::forward_potential, Fill::none,
+                    false, r, err))
+      return fail(err);
+    std::string name = s.name;
+    if (name.empty()) {
+      name = "bbs_";
+      for (char c : g.spec) name += std::isalnum((unsigned char)c) ? c : '_';
+    }
+    for (size_t i = 0; i < name.size(); ++i)
+      if (!(std::isalnum((unsigned char)name[i]) || name[i] == '_') || (i == 0 && std::isdigit((unsigned char)name[i])))
+        return fail("--name '" + name + "' is not an identifier");
+    std::ofstream f(s.bine_out);
+    if (!f) return fail("cannot write '" + s.bine_out + "'");
+    f << "// BBS broadcast on " << g.spec << " from node " << s.root << " (" << g.n << " nodes, " << g.edges.size()
+      << " links), written by\n// bine-cc synth bbs --topology " << g.spec << " --root " << s.root << " --packets " << s.packets
+      << " --balance " << s.balance << " --orient " << s.orient << " --packet " << s.packet << "\n";
+    f << "// Lu, Hwang, Tenreiro, Tripti, Hamilton, Deng, \"A New Broadcast Model for Several Network\n"
+         "// Topologies\", Sec. 2.3 (docs/bbs.md): LP optimum C = "
+      << syn.lp.c_num << "/" << syn.lp.c_den << ", l = " << syn.lp.lcm << ", d_m = " << syn.max_degree << ", " << syn.colours
+      << " colours, " << syn.frames.size() << " frames.\n";
+    f << "// In the model (one transfer per node and step): T = " << r.steps << " steps for N = " << s.packets
+      << " packets, AE = " << std::fixed << std::setprecision(1) << r.ae() << ".\n";
+    f << "schedule " << name << " implements bcast {\n";
+    f << "  blocks " << s.packets << "  // N packets: the buffer is split into N blocks\n";
+    f << "  frames {\n";
+    f << "    nodes " << g.n << " root " << s.root << " packet " << s.packet << "\n";
+    auto items = [&](const char* head, const std::vector<std::string>& v) {
+      std::string line = std::string("    ") + head;
+      for (const std::string& it : v) {
+        if (line.size() + it.size() + 1 > 100) {
+          f << line << "\n";
+          line = "     ";
+        }
+        line += " " + it;
+      }
+      f << line << "\n";
+    };
+    std::vector<std::string> links;
+    for (auto [a, b] : g.edges) links.push_back(std::to_string(a) + "-" + std::to_string(b));
+    items("links", links);
+    for (const Frame& fr : syn.frames) {
+      std::vector<std::string> arcs;
+      for (auto [a, b] : fr) arcs.push_back(std::to_string(a) + ">" + std::to_string(b));
+      items("frame", arcs);
+    }
+    f << "  }\n}\n";
+    if (!f) return fail("cannot write '" + s.bine_out + "'");
+    std::printf("wrote %s: schedule %s, %zu frames, packet %s, T = %lld steps in the model\n", s.bine_out.c_str(),
+                name.c_str(), syn.frames.size(), s.packet.c_str(), (long long)r.steps);
+  }
   if (s.frames) table(std::cout);
   if (!s.out.empty()) {
     std::ofstream f(s.out);

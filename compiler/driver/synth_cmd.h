@@ -13,6 +13,9 @@ struct SynthCli {
   int root = 0, packets = 100;
   std::string balance = "paper", orient = "bfs";
   bool baselines = false, frames = false;
+  std::string bine_out;           ///< --bine FILE: the frames as a `.bine` schedule
+  std::string name;               ///< --name: its schedule name (default bbs_<topology>)
+  std::string packet = "lowest";  ///< --packet: the packet rule written (lowest, potential)
 };
 /// Adds `synth` with its subcommand `bbs` to `app`; returns the `bbs` subcommand.
 CLI::App* add_synth_command(CLI::App& app, SynthCli& s);

@@ -7,11 +7,14 @@
 #include "instantiate.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "bine/builtins.hpp"
 #include "bine/rounds.hpp"
 #include "builtins_table.h"
+#include "frames.h"
 
 namespace bine {
 namespace {
@@ -61,6 +64,30 @@ std::string instance_label(int64_t p, int64_t root, Collective c) {
 
 class RankRun;
 
+/// The table of a frames statement for N packets, built once per process (it does not
+/// depend on p, the root or the rank; the cache holds the FramesData alive, so its
+/// address keys it).
+const FramesTableData& frames_table(const std::shared_ptr<const FramesData>& f, int64_t packets, std::string& err,
+                                    bool& ok) {
+  struct Entry {
+    std::shared_ptr<const FramesData> data;
+    FramesTableData table;
+    std::string err;
+    bool ok = false;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<const FramesData*, int64_t>, Entry> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, fresh] = cache.try_emplace({f.get(), packets});
+  if (fresh) {
+    it->second.data = f;
+    it->second.ok = build_frames_table(*f, packets, it->second.table, it->second.err);
+  }
+  err = it->second.err;
+  ok = it->second.ok;
+  return it->second.table;
+}
+
 /// The sink of one rank's round pipeline: the instance rounds, in order, as Schedule ops
 /// with their origins, and what kind each is (instantiate() places them).
 struct Recorder {
@@ -105,6 +132,11 @@ class RankRun {
   /// is set). Throws Failure after reporting a diagnostic.
   bool run() {
     rec.run = this;
+    if (const Stmt* fr = find_frames(rp_.body); fr && p_ != fr->frames->nodes) {
+      // The frames fix p: the instance exists only at p = nodes (like a false `requires`).
+      unmet = frames_condition(*fr->frames);
+      return false;
+    }
     for (const Binding& b : rp_.params) slots_[size_t(b.slot)].i = eval_int(*b.value, b.span);
     for (const ExprPtr& e : rp_.requires_)
       if (!eval_int(*e, e->span)) {
@@ -349,6 +381,31 @@ class RankRun {
       case StmtKind::round_block:
         exec_block(s.body);
         return;
+      case StmtKind::frames: {
+        // One round per step; rank r plays node (r - root + frames root) mod P.
+        const FramesData& f = *s.frames;
+        std::string err;
+        bool ok = false;
+        const FramesTableData& tab = frames_table(s.frames, blocks, err, ok);
+        if (!ok) fail(s.span, err);
+        const FramesTable view = tab.view();
+        const int64_t node = mod(bine::add(bine::sub(r_, root_), f.root), f.nodes);
+        FramesOp op;
+        for (int64_t t = 0; t < view.steps; ++t) {
+          const int64_t k = t % view.frames;
+          const Stmt& site = *s.body[size_t(k)];
+          open_round(site, "frames, step " + std::to_string(t) + " (frame " + std::to_string(k) + ", cycle " +
+                               std::to_string(t / view.frames) + ")");
+          if (frames_op(view, node, t, op)) {
+            const int64_t peer = mod(bine::add(bine::sub(op.peer, f.root), root_), f.nodes);
+            const BlockSet one = BlockSet::block(op.packet, blocks);
+            if (op.send) pipe_.send(one, peer, sites_.id(&site));
+            else pipe_.recv(one, peer, /*reduce=*/false, sites_.id(&site));
+          }
+          close_round();
+        }
+        return;
+      }
       case StmtKind::local: {
         const BlockSet src = eval_set(*s.a, s.span);
         const BlockSet dst = eval_set(*s.b, s.span);
@@ -834,6 +891,18 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
     if (prologue) out.round_segments.push_back(top_seg);
     if (ref) out.round_segments.insert(out.round_segments.end(), ref->segments.begin(), ref->segments.end());
     if (epilogue) out.round_segments.push_back(top_seg);
+  }
+  if (const Stmt* fr = find_frames(rp.body)) {
+    // The frames' model, for the verifier: one transfer per rank and step, along links
+    // (in ranks: node v is rank (v - frames root + root) mod P).
+    const FramesData& f = *fr->frames;
+    out.one_port = true;
+    for (auto [u, v] : f.links) {
+      const int64_t a = mod(bine::add(bine::sub(u, f.root), out.root), f.nodes);
+      const int64_t b = mod(bine::add(bine::sub(v, f.root), out.root), f.nodes);
+      out.links.emplace_back(std::min(a, b), std::max(a, b));
+    }
+    std::sort(out.links.begin(), out.links.end());
   }
   // The ranks' rounds, placed: the k-th round a rank ran is instance round k, except a
   // two-one epilogue, which is the last (the helpers run no body rounds before it).

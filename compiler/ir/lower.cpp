@@ -120,6 +120,7 @@ class Lowering {
     for (const Stmt::Override& ov : s.overrides)
       c->overrides.push_back(Stmt::Override{ov.name, ov.span, copy(ov.value.get(), sc), ov.param});
     c->in_fn = s.in_fn;
+    c->frames = s.frames;
     c->at_end = at_end;
     c->body = block(s.body, sc, false, use, path);
     c->else_body = block(s.else_body, sc, false, use, path);
@@ -139,6 +140,14 @@ class Lowering {
       return;
     }
     const ScheduleDecl& t = prog_.schedules[size_t(s.target)];
+    for (const StmtPtr& st : t.body)
+      if (st->kind == StmtKind::frames) {
+        if (!failed_)
+          diags_.error(s.c ? s.c->span : s.span, "schedule '" + t.name +
+                                                     "' is a 'frames' schedule, which cannot be composed (its frames fix p and the whole body)");
+        failed_ = true;
+        return;
+      }
     const int k = int(rp_.uses.size());
     const std::string sub = path.empty() ? s.name : path + "." + s.name;
     rp_.uses.emplace_back();
@@ -312,6 +321,17 @@ class Printer {
       case StmtKind::permute:
         os_ << ind << "permute " << slot(s.slot) << " -> " << expr(*s.a) << tag << line << "\n";
         return;
+      case StmtKind::frames: {
+        const FramesData& f = *s.frames;
+        os_ << ind << "frames: " << f.nodes << " nodes, root node " << f.root << ", " << f.links.size() << " links, "
+            << f.frames.size() << " frames, packet " << packet_rule_name(f.rule) << " [a round per step]" << line << "\n";
+        for (size_t k = 0; k < f.frames.size(); ++k) {
+          os_ << ind << "  frame " << k << ":";
+          for (auto [u, v] : f.frames[k]) os_ << " " << u << ">" << v;
+          os_ << "  // " << where(f.frame_spans[k]) << "\n";
+        }
+        return;
+      }
       case StmtKind::round_block:
         os_ << ind << "round" << tag << line << "\n";
         block(s.body, ind + "  ");

@@ -79,6 +79,12 @@ struct Schedule {
   /// one); it changes only how data is packetized, not what the verifier checks.
   std::vector<int64_t> round_segments;
   std::vector<std::vector<Round>> ranks;      ///< [rank][round]
+  /// A `frames` schedule's model (BBS, Lu et al. Sec. 2.1), which the verifier checks: each
+  /// rank in at most one transfer per round (one_port), every transfer along one of
+  /// `links` (undirected rank pairs (a, b), a < b, sorted; the topology's links with the
+  /// rank renumbering of the instance's root). Empty / false for other schedules.
+  bool one_port = false;
+  std::vector<std::pair<int64_t, int64_t>> links;
 };
 
 inline const Origin& origin_of(const Op& op) {

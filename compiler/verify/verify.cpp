@@ -191,7 +191,7 @@ class Verifier {
 
   VerifyResult run() {
     VerifyResult res;
-    if (!check_peers() || !check_matching() || !check_races()) {
+    if (!check_peers() || !check_topology() || !check_matching() || !check_races()) {
       res.counterexample = cex_;
       return res;
     }
@@ -270,6 +270,39 @@ class Verifier {
                    K::self_transfer, x, t, first_block(blocks_of(op)), x, !std::holds_alternative<SendOp>(op));
             return false;
           }
+    return true;
+  }
+  /// A frames schedule's model (Schedule::one_port, links): at most one transfer per rank
+  /// and round, each along a link of the topology.
+  bool check_topology() {
+    if (!s_.one_port && s_.links.empty()) return true;
+    for (int64_t x = 0; x < s_.p; ++x)
+      for (int64_t t = 0; t < s_.num_rounds; ++t) {
+        const Op* first = nullptr;
+        for (const Op& op : s_.ranks[size_t(x)][size_t(t)]) {
+          if (!is_transfer(op)) continue;
+          const int64_t y = peer_of(op);
+          const bool sends = std::holds_alternative<SendOp>(op);
+          if (!s_.links.empty() &&
+              !std::binary_search(s_.links.begin(), s_.links.end(), std::pair<int64_t, int64_t>(std::min(x, y), std::max(x, y)))) {
+            record(report(origin_of(op), at(x, t, first_block(blocks_of(op))) + "rank " + std::to_string(x) +
+                                              (sends ? " sends to " : " receives from ") + "rank " + std::to_string(y) +
+                                              ", which is not a neighbour in the topology (no link between them)"),
+                   K::topology, x, t, first_block(blocks_of(op)), y, !sends);
+            return false;
+          }
+          if (s_.one_port && first) {
+            Diagnostic& d = report(origin_of(op), at(x, t, first_block(blocks_of(op))) + "rank " + std::to_string(x) +
+                                                      " takes part in two transfers of one step (with ranks " +
+                                                      std::to_string(peer_of(*first)) + " and " + std::to_string(y) +
+                                                      "); the frames model allows one transfer per rank and step");
+            add_note(d, origin_of(*first).span, "its other transfer of the step");
+            record(d, K::topology, x, t, first_block(blocks_of(op)), y, !sends);
+            return false;
+          }
+          first = &op;
+        }
+      }
     return true;
   }
   /// Ops of rank x in round t with peer y, of one direction.
@@ -933,6 +966,7 @@ const char* counterexample_kind_name(Counterexample::Kind k) {
     case Counterexample::Kind::missing: return "missing";
     case Counterexample::Kind::wrong_data: return "wrong-data";
     case Counterexample::Kind::local: return "local";
+    case Counterexample::Kind::topology: return "topology";
     case Counterexample::Kind::other: return "other";
   }
   return "";

@@ -23,6 +23,7 @@ struct Counterexample {
     missing,        ///< postcondition: contributions or blocks never arrive
     wrong_data,     ///< postcondition: a block holds the wrong data
     local,          ///< a local reduce/copy is malformed (overlap, sizes)
+    topology,       ///< a frames schedule's transfer off the topology's links, or a rank in two transfers of a round
     other,          ///< no rank to name (e.g. the block count)
   };
   Kind kind = Kind::none;

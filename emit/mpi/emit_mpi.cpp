@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "builtins_table.h"
+#include "frames.h"
 
 namespace bine {
 
@@ -292,6 +293,9 @@ class Emitter {
     for (const Binding& b : rp_.params)
       o << ind << "const int64_t " << mangle(b.name) << " = " << expr(*b.value) << ";  // params\n";
     for (int i = 0; i < rp_.top_fn_count; ++i) fn(rp_.fns[size_t(i)], ind);
+    if (const Stmt* fr = find_frames(rp_.body))  // the frames fix p (compiler/ir/frames.h)
+      o << ind << "if (p != " << fr->frames->nodes << ") return cx.fail_requires(" << c_string(frames_condition(*fr->frames))
+        << ");\n";
     for (const ExprPtr& e : rp_.requires_)
       o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text()) << ");\n";
     o << ind << "const int64_t B = " << (rp_.blocks ? expr(*rp_.blocks) : std::string("p")) << ";  // blocks\n";
@@ -515,6 +519,59 @@ class Emitter {
     }
     stmt_inner(s, ind);
   }
+  /// A `frames` statement: its table (built here, as the verifier's instances read it:
+  /// compiler/ir/frames.h) as static arrays, and one round per step reading it through
+  /// bine::frames_op (bine/frames.hpp). Storage O(P * F + runs), not O(steps).
+  void frames(const Stmt& s, const std::string& ind) {
+    std::ostream& o = *out_;
+    const FramesData& f = *s.frames;
+    const int64_t N = rp_.blocks && rp_.blocks->kind == ExprKind::integer ? rp_.blocks->value : 0;
+    FramesTableData tab;
+    std::string err;
+    if (N < 1 || !build_frames_table(f, N, tab, err)) {
+      if (err.empty()) err = "the frames need 'blocks N' with an integer literal N";
+      o << ind << "return cx.fail(MPI_ERR_OTHER, " << c_string("frames: " + err) << ");\n";
+      return;
+    }
+    const size_t bytes = 4 * (tab.slot.size() + tab.entry.size() + tab.run.size());
+    o << ind << "{  // frames (line " << s.span.line << "): " << f.nodes << " nodes, root node " << f.root << ", " << f.frames.size()
+      << " frames, packet " << packet_rule_name(f.rule) << "; N = " << N << " packets, T = " << tab.steps << " steps\n";
+    o << ind << "  // table: " << tab.entry.size() / 4 << " entries, " << tab.run.size() / 4 << " runs, " << bytes
+      << " bytes; rank r plays node (r - root + " << f.root << ") mod " << f.nodes << "\n";
+    auto array = [&](const char* name, const std::vector<int32_t>& v) {
+      o << ind << "  static const int32_t " << name << "[] = {";
+      std::string line;
+      const std::string lead = ind + "      ";
+      if (v.empty()) line = "0";
+      for (size_t i = 0; i < v.size(); ++i) {
+        const std::string item = std::to_string(v[i]) + (i + 1 < v.size() ? "," : "");
+        if (line.size() + item.size() + 1 > 96) {
+          o << "\n" << lead << line;
+          line.clear();
+        }
+        line += (line.empty() ? "" : " ") + item;
+      }
+      o << "\n" << lead << line << "};\n";
+    };
+    array("bine_frames_slot", tab.slot);
+    array("bine_frames_entry", tab.entry);
+    array("bine_frames_run", tab.run);
+    o << ind << "  const bine::FramesTable bine_tab{" << tab.nodes << ", " << tab.frames << ", " << tab.steps
+      << ", bine_frames_slot, bine_frames_entry, bine_frames_run};\n";
+    o << ind << "  const int64_t bine_node = bine::mod(bine::add(bine::sub(r, root_), " << f.root << "), " << f.nodes << ");\n";
+    o << ind << "  bine::FramesOp bine_op;\n";
+    o << ind << "  for (int64_t bine_t = 0; bine_t < bine_tab.steps; ++bine_t) {  // one round per step\n";
+    o << ind << "    cx.begin_round();\n";
+    o << ind << "    if (bine::frames_op(bine_tab, bine_node, bine_t, bine_op)) {\n";
+    o << ind << "      const int64_t bine_peer = bine::mod(bine::add(bine::sub(bine_op.peer, " << f.root << "), root_), " << f.nodes
+      << ");\n";
+    o << ind << "      if (bine_op.send) cx.send(bine::BlockSet::block(bine_op.packet, B), bine_peer);\n";
+    o << ind << "      else cx.recv(bine::BlockSet::block(bine_op.packet, B), bine_peer, /*reduce=*/false);\n";
+    o << ind << "    }\n";
+    end_round(ind + "    ");
+    o << ind << "  }\n";
+    o << ind << "}\n";
+  }
   static const char* ctype(Type t) {
     return t == Type::set ? "bine::BlockSet" : t == Type::boolean ? "bool" : "int64_t";
   }
@@ -586,6 +643,9 @@ class Emitter {
         o << ind << "{\n";
         block(s.body, ind + "  ");
         o << ind << "}\n";
+        return;
+      case StmtKind::frames:
+        frames(s, ind);
         return;
       case StmtKind::local:
         o << ind << "cx.local(" << expr(*s.a) << ", " << expr(*s.b) << ", /*reduce=*/" << (s.reduce ? "true" : "false") << ");\n";

@@ -40,6 +40,7 @@
 #include "bine/blockset.hpp"
 #include "bine/builtins.hpp"
 #include "bine/collective.hpp"
+#include "bine/frames.hpp"
 
 namespace bine {
 
