@@ -261,6 +261,8 @@ class RankRun {
       case StmtKind::round_block:
         exec_block(s.body);
         return;
+      case StmtKind::frames:  // newer than this frozen oracle (the library has no frames schedule)
+        fail(s.span, "'frames' is not supported by the reference interpreter");
       case StmtKind::local: {
         BlockSet src = fm_.real_blocks(eval_set(*s.a, s.span));
         BlockSet dst = fm_.real_blocks(eval_set(*s.b, s.span));
