@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "builtins_table.h"
 #include "parser.h"
@@ -64,6 +65,7 @@ class Sema {
   Sema(Program& p, DiagnosticSink& d) : prog_(p), diags_(d) {}
 
   void run() {
+    index_fns(prog_.fns, top_first_);
     for (size_t i = 0; i < prog_.fns.size(); ++i) check_fn(prog_.fns[i], nullptr, i);
     std::map<std::string, Span> seen;
     for (ScheduleDecl& s : prog_.schedules) {
@@ -159,12 +161,12 @@ class Sema {
     } else {
       // Top-level and schedule-local fns share one namespace (generated code defines them
       // side by side), so a local fn cannot reuse a top-level name either.
+      // (The first fn of each name, from the name indexes: linear in the fns, not quadratic.)
       const FnDecl* prev = nullptr;
       const size_t top_lim = owner ? prog_.fns.size() : index;
-      for (size_t i = 0; i < top_lim && !prev; ++i)
-        if (prog_.fns[i].name == f.name) prev = &prog_.fns[i];
-      for (size_t i = 0; owner && i < index && !prev; ++i)
-        if (owner->fns[i].name == f.name) prev = &owner->fns[i];
+      if (auto it = top_first_.find(f.name); it != top_first_.end() && it->second < top_lim) prev = &prog_.fns[it->second];
+      if (auto it = local_first_.find(f.name); !prev && owner && it != local_first_.end() && it->second < index)
+        prev = &owner->fns[it->second];
       if (prev) {
         Diagnostic& d = diags_.error(f.name_span, "redefinition of fn '" + f.name + "'");
         add_note(d, prev->name_span, "previous definition is here");
@@ -235,15 +237,29 @@ class Sema {
     for (StmtPtr& k : st.else_body) mark_fn(*k);
   }
   const FnDecl* find_fn(const std::string& n, int& index, bool& local) const {
+    // The first fn of the name that is visible (declared before the limit); a later fn of
+    // the same name is a redefinition, reported at its declaration.
     if (sched_) {
       const size_t lim = in_fn_ ? fn_owner_limit_ : sched_->fns.size();
-      for (size_t i = 0; i < lim && i < sched_->fns.size(); ++i)
-        if (sched_->fns[i].name == n) { index = int(i); local = true; return &sched_->fns[i]; }
+      if (auto it = local_first_.find(n); it != local_first_.end() && it->second < lim && it->second < sched_->fns.size()) {
+        index = int(it->second);
+        local = true;
+        return &sched_->fns[it->second];
+      }
     }
     const size_t lim = in_fn_ ? fn_top_limit_ : prog_.fns.size();
-    for (size_t i = 0; i < lim && i < prog_.fns.size(); ++i)
-      if (prog_.fns[i].name == n) { index = int(i); local = false; return &prog_.fns[i]; }
+    if (auto it = top_first_.find(n); it != top_first_.end() && it->second < lim && it->second < prog_.fns.size()) {
+      index = int(it->second);
+      local = false;
+      return &prog_.fns[it->second];
+    }
     return nullptr;
+  }
+  /// name -> index of the first fn of that name in `fns`.
+  static void index_fns(const std::vector<FnDecl>& fns, std::unordered_map<std::string, size_t>& first) {
+    first.clear();
+    first.reserve(fns.size());
+    for (size_t i = 0; i < fns.size(); ++i) first.emplace(fns[i].name, i);
   }
 
   // ---- schedules ----
@@ -274,6 +290,7 @@ class Sema {
       if (t != Type::integer && t != Type::error) diags_.error(pr.init->span, "parameter '" + pr.name + "' must be an int, not " + type_name(t));
       pr.slot = declare(pr.name, Type::integer, VarKind::param, pr.span);
     }
+    index_fns(s.fns, local_first_);
     for (size_t i = 0; i < s.fns.size(); ++i) check_fn(s.fns[i], &s, i);
     for (ExprPtr& e : s.requires_) {
       const Type t = check_expr(*e);
@@ -813,6 +830,8 @@ class Sema {
   }
 
   Program& prog_;
+  std::unordered_map<std::string, size_t> top_first_;    ///< top-level fn name -> first index
+  std::unordered_map<std::string, size_t> local_first_;  ///< the current schedule's fns, likewise
   DiagnosticSink& diags_;
   ScheduleDecl* sched_ = nullptr;
   std::vector<std::map<std::string, Binding>> scopes_;

@@ -19,7 +19,7 @@
 namespace bine {
 namespace {
 
-constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations per rank
+constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations and fn calls per rank
 constexpr size_t kMaxRounds = size_t(1) << 20;  ///< rounds per rank (each holds ops and a label)
 constexpr int64_t kMaxBlocks = int64_t(1) << 24;
 
@@ -534,6 +534,10 @@ class RankRun {
     std::vector<int64_t> a;
     for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
     if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
+    // Calls count against the rank's step budget like loop iterations: fns that call the
+    // previous one twice, level after level, grow exponentially without any loop.
+    if (++steps_ > kMaxSteps)
+      fail(e.span, "more than " + std::to_string(kMaxSteps) + " loop iterations and fn calls (in a call of fn '" + f.name + "')");
     a.resize(size_t(std::max<int64_t>(f.frame_size, int64_t(a.size()))), 0);
     args_.push_back(std::move(a));
     exec_block(f.stmts);
