@@ -18,6 +18,7 @@
 #include "target.h"
 #include "instantiate.h"
 #include "machine.h"
+#include "parametric.h"
 #include "schedule.h"
 #include "sema.h"
 #include "synth_cmd.h"
@@ -140,7 +141,8 @@ bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
   return false;
 }
 
-int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw) {
+int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw,
+              bool smt) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -149,6 +151,10 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     return 2;
   }
   opt.all_roots_up_to = all_roots_up_to;
+  if (smt && !have_z3()) {
+    report_error(c.format, "--smt needs z3, and this bine-cc was built without it (Debian: libz3-dev; docs/verifier.md)");
+    return 2;
+  }
   if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
   if (prog.schedules.empty()) {  // located at the start of the first file
@@ -174,6 +180,16 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     }
   }
   if (json) std::cout << "\n]\n";
+  // The rules the Bine schedules are built from, for every p = 2^k, k = 1..30
+  // (docs/verifier.md#parametric-proofs-z3): one line per property after the schedules.
+  if (smt)
+    for (const ParametricResult& r : prove_partner_rules()) {
+      std::cout << r.line() << "\n";
+      if (!r.proved) {
+        all_ok = false;
+        diags.error(Span{}, "parametric proof failed: " + r.line().substr(std::string("parametric proofs (z3): ").size()));
+      }
+    }
   if (!draw.empty()) {
     if (failed_name.empty()) {
       diags.warning(Span{}, "nothing drawn to '" + draw + "': no instance failed");
@@ -741,6 +757,11 @@ int main(int argc, char** argv) {
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
   check->add_option("--draw", check_draw,
                     "draw the first failing instance with its counterexample highlighted (SVG; PNG when FILE ends in .png)");
+  bool check_smt = false;
+  check->add_flag("--smt", check_smt,
+                  "also prove the Bine partner rules for every p = 2^k, k = 1..30, with z3 (butterfly involution and "
+                  "reach, distance-halving tree; docs/verifier.md); text output only")
+      ->excludes("--json");
 
   std::string target = "mpi", out, verify_ranks = "1..32";
   EmitOptions eopt;
@@ -909,7 +930,7 @@ int main(int argc, char** argv) {
     region_spec() = spec;
   }
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt);
   if (lwr->parsed()) return cmd_lower(common);
   if (tun->parsed()) {
     tune_cli.model = t_alpha->count() > 0;
