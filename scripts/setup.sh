@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(cmake g++ gfortran make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin
-  libclang-14-dev libclang-cpp14-dev llvm-14-dev clang-14 libglpk-dev libboost-dev libsimgrid-dev libz3-dev)
+  libclang-14-dev libclang-cpp14-dev llvm-14-dev clang-14 libclang-rt-14-dev libglpk-dev libboost-dev libsimgrid-dev libz3-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
