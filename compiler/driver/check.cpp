@@ -63,6 +63,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
     bool order_here = true, any_applicable = false, noncomm_applicable = false;
     std::string unmet_here;  ///< the first false clause at this p
+    CheckReport::ExcludedRoots roots_out{p, {}, {}};  ///< roots refused at this p
     // The verified root-0 instance per value of `commutative` (rooted collectives), that
     // later roots are compared with (rotation.h).
     Schedule base[2];
@@ -75,8 +76,11 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         const InstanceRequest req{p, root, commutative};
         const InstStatus st = instantiate(rp, req, sch, diags, &unmet);
         if (st == InstStatus::not_applicable) {
-          if (rep.unmet.empty()) rep.unmet = unmet;
           if (unmet_here.empty()) unmet_here = unmet;
+          if (rooted && commutative == comm_values.front()) {
+            roots_out.roots.push_back(root);
+            if (roots_out.unmet.empty()) roots_out.unmet = unmet;
+          }
           if (!commutative) order_here = false;  // refused for non-commutative operators
           continue;
         }
@@ -124,6 +128,9 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
     if (!any_applicable) {
       rep.not_applicable.push_back(p);
       rep.unmet_by_p.push_back(unmet_here);
+      if (rep.unmet.empty()) rep.unmet = unmet_here;
+    } else if (!roots_out.roots.empty()) {
+      rep.excluded_roots.push_back(std::move(roots_out));
     }
     if (noncomm_applicable && order_here) rep.order_p.push_back(p);
   }
@@ -143,6 +150,15 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
   if (r.rotated > 0) l += " (" + std::to_string(r.rotated) + " by rotation of root 0)";
   if (!r.not_applicable.empty())
     l += " (requires '" + r.unmet + "' excludes " + std::to_string(r.not_applicable.size()) + " p)";
+  if (!r.excluded_roots.empty()) {
+    // A root-dependent `requires`: which roots it refuses, at the first such p.
+    const CheckReport::ExcludedRoots& e = r.excluded_roots.front();
+    std::string roots;
+    for (size_t i = 0; i < e.roots.size() && i < 8; ++i) roots += (i ? ", " : "") + std::to_string(e.roots[i]);
+    if (e.roots.size() > 8) roots += ", ...";
+    l += " (requires '" + e.unmet + "' excludes roots at " + std::to_string(r.excluded_roots.size()) + " p: at p=" +
+         std::to_string(e.p) + " roots " + roots + "; --json lists them all)";
+  }
   if (!r.sampled_p.empty())
     l += "; roots 0, 1, p/2, p-1 only for p=" + std::to_string(r.sampled_p.front()) + ".." + std::to_string(r.sampled_p.back()) +
          " (--all-roots-up-to " + std::to_string(opt.all_roots_up_to) + ")";
@@ -167,6 +183,12 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
   for (size_t i = 0; i < r.not_applicable.size(); ++i)
     ex.push_back({{"p", r.not_applicable[i]}, {"requires", i < r.unmet_by_p.size() ? r.unmet_by_p[i] : r.unmet}});
   j["excluded"] = ex;
+  if (collective_is_rooted(s.collective)) {
+    nlohmann::json er = nlohmann::json::array();
+    for (const CheckReport::ExcludedRoots& e : r.excluded_roots)
+      er.push_back({{"p", e.p}, {"roots", e.roots}, {"requires", e.unmet}});
+    j["excluded_roots"] = er;
+  }
   if (collective_reduces(s.collective)) {
     j["order_preserving"] = r.ok && r.order_preserving;
     j["same_bracketing"] = r.ok && r.same_bracketing;

@@ -33,7 +33,15 @@ struct CheckReport {
   /// Parallel to `not_applicable`: the false `requires` clause at that p, as written in the
   /// source (or the fold's condition, e.g. "p % 3 == 0 (fold ring 3)").
   std::vector<std::string> unmet_by_p;
-  std::string unmet;                   ///< the first false `requires` clause
+  std::string unmet;                   ///< the first false `requires` clause that excludes a whole p
+  /// Rooted collectives: p where some roots apply and others do not (a `requires` that
+  /// reads `root`), with the excluded roots among those checked and the first false clause.
+  struct ExcludedRoots {
+    int64_t p = 0;
+    std::vector<int64_t> roots;
+    std::string unmet;
+  };
+  std::vector<ExcludedRoots> excluded_roots;
   bool order_preserving = true;        ///< over every verified instance
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;

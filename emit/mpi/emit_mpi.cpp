@@ -297,7 +297,8 @@ class Emitter {
       o << ind << "if (p != " << fr->frames->nodes << ") return cx.fail_requires(" << c_string(frames_condition(*fr->frames))
         << ");\n";
     for (const ExprPtr& e : rp_.requires_)
-      o << ind << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text()) << ");\n";
+      o << ind << "if (!(" << expr(*e) << ")) return cx." << (reads_root(*e) ? "fail_requires_root(" : "fail_requires(")
+        << c_string(e->span.text()) << ");\n";
     o << ind << "const int64_t B = " << (rp_.blocks ? expr(*rp_.blocks) : std::string("p")) << ";  // blocks\n";
     o << ind << "if (B < 1) return cx.fail(MPI_ERR_OTHER, \"block count %lld is not positive\", (long long)B);\n";
     o << ind << "cx.set_blocks(B);\n";
@@ -518,6 +519,13 @@ class Emitter {
       return;
     }
     stmt_inner(s, ind);
+  }
+  /// Whether `e` reads the root (a clause that excludes roots, not only p).
+  static bool reads_root(const Expr& e) {
+    if (e.kind == ExprKind::name && e.ref == NameKind::root) return true;
+    for (const ExprPtr& k : e.kids)
+      if (reads_root(*k)) return true;
+    return false;
   }
   /// A `frames` statement: its table (built here, as the verifier's instances read it:
   /// compiler/ir/frames.h) as static arrays, and one round per step reading it through

@@ -147,6 +147,23 @@ def main():
          out=r"round 0: .*\n  rank 0 send \{0\} to 2 ", stdin=comm)
     case("cost --commutative", ["cost", "-", "-p", "4", "--commutative", "--bytes", "64", "--alpha", "1", "--beta", "0",
                                 "--gamma", "0"], 0, out=r"cost of c", stdin=comm)
+    # A `requires` that reads `root` (issue 18): the refused roots are reported per p (text:
+    # the first p; JSON: all), the p-wide clause is attributed to the p it excludes, and the
+    # generated code's error for a refused root names the root.
+    even = ("schedule er implements bcast {\n  requires root % 2 == 0\n  requires is_pow2(p)\n  blocks 1\n"
+            "  for s in 0 .. log2(p) {\n    let v = (r - root + p) % p\n"
+            "    if v < (1 << s) { send all to (r + (1 << s)) % p } else if v < (2 << s) { recv all from (r - (1 << s) + p) % p }\n"
+            "  }\n}\n")
+    case("check: roots refused by a root-dependent requires are reported", ["check", "-", "--ranks", "1..8"], 0,
+         out=r"\(requires 'is_pow2\(p\)' excludes 4 p\) \(requires 'root % 2 == 0' excludes roots at 3 p: at p=2 roots 1;",
+         stdin=even)
+    got_rc, got_out, _ = run(bine, ["check", "-", "--ranks", "1..8", "--json"], src, even)
+    er = json.loads(got_out)[0].get("excluded_roots") if got_rc == 0 else None
+    if er != [{"p": 2, "requires": "root % 2 == 0", "roots": [1]}, {"p": 4, "requires": "root % 2 == 0", "roots": [1, 3]},
+              {"p": 8, "requires": "root % 2 == 0", "roots": [1, 3, 5, 7]}]:
+        failures.append(f"check --json excluded_roots: {er}")
+    case("compile: a root-dependent clause fails naming the root", ["compile", "-", "--verify-ranks", "1..8"], 0,
+         out=r'if \(!\(\(bine::mod\(root_, 2\) == 0\)\)\) return cx.fail_requires_root\("root % 2 == 0"\);', stdin=even)
     # traffic (docs/topology.md): machine specs and allocations; bad input exits 2 naming it.
     rd = ["traffic", "dsl/lib/baselines.bine", "--schedule", "recursive_doubling_allreduce"]
     case("traffic on a dragonfly", rd + ["-p", "8", "--machine", "dragonfly:4,2,1"], 0,

@@ -144,6 +144,11 @@ class PlanContext {
   int fail_requires(const char* clause) {
     return fail(BINE_CUDA_ERR_REQUIRES, "does not apply at p = %lld: requires %s", (long long)q_.p, clause);
   }
+  /// As fail_requires, for a clause that reads `root` (names the excluded root).
+  int fail_requires_root(const char* clause) {
+    return fail(BINE_CUDA_ERR_REQUIRES, "does not apply at p = %lld with root %lld: requires %s (this root is excluded)",
+                (long long)q_.p, (long long)q_.root, clause);
+  }
   int fail_domain() {
     if (const char* e = take_domain_error()) return fail(kErrOther, "out of domain: %s", e);
     return kOk;

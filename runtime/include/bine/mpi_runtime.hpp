@@ -1115,6 +1115,12 @@ class BasicContext {
   int fail_requires(const char* clause) const {
     return fail(MPI_ERR_OTHER, "does not apply at p = %lld: requires %s", (long long)size_, clause);
   }
+  /// A false `requires` clause that reads `root`: names the call's root, which the clause
+  /// excludes at this p (`check` lists such roots per p).
+  int fail_requires_root(const char* clause) const {
+    return fail(MPI_ERR_OTHER, "does not apply at p = %lld with root %lld: requires %s (this root is excluded)",
+                (long long)size_, (long long)root_, clause);
+  }
   /// Reports a domain error of the schedule's arithmetic, if one is pending.
   int fail_domain() const {
     if (const char* e = take_domain_error()) return fail(MPI_ERR_OTHER, "out of domain: %s", e);
