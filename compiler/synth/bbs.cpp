@@ -708,7 +708,8 @@ bool run_srda(const Graph& g, int root, int packets, bool keep_trace, Run& out, 
   int64_t pending = backlog[size_t(root)];
   while (pending > 0) {
     std::fill(busy.begin(), busy.end(), 0);
-    for (int u : order) {  // the root first, then by hop distance
+    for (auto x = order.rbegin(); x != order.rend(); ++x) {  // the deepest first: forwarding drains the pipes
+      const int u = *x;
       if (busy[size_t(u)] || queue[size_t(u)].empty()) continue;
       // The free child with the smallest backlog (ties: the lower id) that u has a packet for,
       // then u's first packet (deepest destination) through that child.

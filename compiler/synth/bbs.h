@@ -129,7 +129,7 @@ bool run_tree(const Graph& g, int root, int packets, bool keep_trace, Run& out, 
 
 /// SRDA (Sec. 3.1, "Scatter Recursive Doubling Allgather"; our reading, docs/bbs.md): phase
 /// 1 scatters segment i = packets [floor(iN/P), floor((i+1)N/P)) to node i, pipelined down
-/// the BFS tree of run_tree (each step a matching built root first, then by hop distance:
+/// the BFS tree of run_tree (each step a matching built the deepest nodes first, the root last:
 /// a node forwards to its free child with the smallest backlog the packet with the deepest
 /// destination; nodes on the way keep a copy); phase 2, once every node holds its segment,
 /// is the allgather among neighbours: each step the greedy matching of run_greedy, until
