@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -516,10 +517,66 @@ enum class Seed {
   scarce    ///< receivers as `deficit`; sender: the one useful to the fewest receivers
 };
 
+// The two sides of the parity matching. On a bipartite graph: the hop-distance parity from
+// the root (every edge joins the sides). Otherwise the BFS parity may be unbalanced (16K3:
+// 7 and 9 nodes) and leaves edges inside a side; we balance the sides (|S0| - |S1| in
+// {0, 1}) and raise the cut by a local search (the pair swap that adds the most cut edges,
+// until none adds any; at most 4P swaps). Kept only when the cut edges still connect the
+// graph (then a packet some node lacks can always cross a cut edge at one of the two
+// parities, so runs cannot stall); else the BFS parity.
+std::vector<int> parity_sides(const Graph& g, const std::vector<int>& dist) {
+  const int P = g.n;
+  std::vector<int> side(static_cast<size_t>(P));
+  for (int v = 0; v < P; ++v) side[size_t(v)] = dist[size_t(v)] % 2;
+  if (g.bipartite()) return side;
+  std::vector<int> s = side;
+  auto gain = [&](int x) {  // cut edges gained by moving x to the other side
+    int d = 0;
+    for (int y : g.adj[size_t(x)]) d += s[size_t(y)] == s[size_t(x)] ? 1 : -1;
+    return d;
+  };
+  for (;;) {  // balance: move the best node from the larger side
+    int n1 = 0;
+    for (int x : s) n1 += x;
+    const int big = n1 > P - n1 ? 1 : 0, excess = std::abs(2 * n1 - P);
+    if (excess <= 1) break;
+    int best = -1;
+    for (int v = 0; v < P; ++v)
+      if (s[size_t(v)] == big && (best < 0 || gain(v) > gain(best))) best = v;
+    s[size_t(best)] ^= 1;
+  }
+  for (int it = 0; it < 4 * P; ++it) {  // swaps keep the balance
+    int ba = -1, bb = -1, bg = 0;
+    for (int a = 0; a < P; ++a) {
+      if (s[size_t(a)] != 0) continue;
+      const int ga = gain(a);
+      for (int b = 0; b < P; ++b) {
+        if (s[size_t(b)] != 1) continue;
+        const bool adj = std::binary_search(g.adj[size_t(a)].begin(), g.adj[size_t(a)].end(), b);
+        const int gab = ga + gain(b) + (adj ? 2 : 0);
+        if (gab > bg) ba = a, bb = b, bg = gab;
+      }
+    }
+    if (ba < 0) break;
+    s[size_t(ba)] ^= 1, s[size_t(bb)] ^= 1;
+  }
+  std::vector<char> reached(size_t(P), 0);
+  std::vector<int> stack{0};
+  reached[0] = 1;
+  int count = 1;
+  while (!stack.empty()) {
+    int x = stack.back();
+    stack.pop_back();
+    for (int y : g.adj[size_t(x)])
+      if (!reached[size_t(y)] && s[size_t(y)] != s[size_t(x)]) reached[size_t(y)] = 1, ++count, stack.push_back(y);
+  }
+  return count == P ? s : side;
+}
+
 bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err) {
   if (!start_run(g, root, packets, "Parity", out, err)) return false;
   Packets st(g.n, packets, root);
-  const std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist);
+  const std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist), side = parity_sides(g, dist);
   std::vector<int> mate(size_t(g.n)), seen(size_t(g.n), 0), recv, nrec(size_t(g.n));
   std::vector<std::vector<int>> useful(size_t(g.n));  // [receiver] its useful senders
   std::vector<char> busy(size_t(g.n));
@@ -542,9 +599,9 @@ bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, boo
     recv.clear();
     for (int v = 0; v < g.n; ++v) {
       useful[size_t(v)].clear();
-      if (dist[size_t(v)] % 2 == par) continue;
+      if (side[size_t(v)] == par) continue;
       for (int u : g.adj[size_t(v)])
-        if (dist[size_t(u)] % 2 == par && st.lacks_any(u, v)) useful[size_t(v)].push_back(u), ++nrec[size_t(u)];
+        if (side[size_t(u)] == par && st.lacks_any(u, v)) useful[size_t(v)].push_back(u), ++nrec[size_t(u)];
       if (!useful[size_t(v)].empty()) recv.push_back(v);
     }
     auto fewest_packets = [&](int a, int b) {

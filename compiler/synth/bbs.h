@@ -109,9 +109,10 @@ bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>&
 /// Our hybrid: the best (least T, then the first) of ten runs, all with rarest-first packet
 /// choice. Four replay frames: {BFS-oriented, alternately oriented frames} x {greedy fill,
 /// maximum fill}. Six use no frames, the *parity matching* (docs/bbs.md): in step t the nodes
-/// at even hop distance from the root send when t is even, the odd ones when t is odd, and
-/// the step is a maximum matching of the useful sender -> receiver arcs (a greedy seed, then
-/// augmenting paths), for three seed orders x {no fill, greedy fill of the idle pairs}. Its
+/// at even hop distance from the root send when t is even, the odd ones when t is odd (on a
+/// non-bipartite graph: two balanced sides with a large cut that still connects the graph),
+/// and the step is a maximum matching of the useful sender -> receiver arcs (a greedy seed,
+/// then augmenting paths), for three seed orders x {no fill, greedy fill of the idle pairs}. Its
 /// `algorithm` names the winner, e.g. "Hybrid(alternate+max)" or "Hybrid(parity/tight+fill)".
 /// A portfolio is legitimate here because synthesis is offline and the model is exact: the
 /// chosen run is the schedule.
