@@ -503,20 +503,6 @@ bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>&
 
 namespace {
 
-// One run of the parity-matching family (ours, used by run_hybrid). Step t: the senders are
-// the nodes at hop distance d(v) = t (mod 2) from the root, the receivers the others (so on a
-// bipartite graph every node alternates sending and receiving, the rhythm that carries a
-// packet one hop per step and keeps each node busy). The step's transfers are a maximum
-// matching of the useful arcs sender -> receiver (the sender holds a packet the receiver
-// lacks): a greedy seed, receivers in `seed` order, then augmenting paths (Kuhn) until
-// maximum; with `fill`, idle pairs then get greedy transfers in any direction (greedy_fill).
-// Packets: rarest first (Choice::rarest).
-enum class Seed {
-  deficit,  ///< receivers holding the fewest packets first (ties: farther from the root); sender: the one holding the most
-  tight,    ///< receivers with the fewest useful senders first (ties: fewest packets); sender: the one holding the most
-  scarce    ///< receivers as `deficit`; sender: the one useful to the fewest receivers
-};
-
 // The two sides of the parity matching. On a bipartite graph: the hop-distance parity from
 // the root (every edge joins the sides). Otherwise the BFS parity may be unbalanced (16K3:
 // 7 and 9 nodes) and leaves edges inside a side; we balance the sides (|S0| - |S1| in
@@ -572,6 +558,8 @@ std::vector<int> parity_sides(const Graph& g, const std::vector<int>& dist) {
   }
   return count == P ? s : side;
 }
+
+}  // namespace
 
 bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err) {
   if (!start_run(g, root, packets, "Parity", out, err)) return false;
@@ -641,8 +629,6 @@ bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, boo
   }
   return true;
 }
-
-}  // namespace
 
 bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
                 const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err) {

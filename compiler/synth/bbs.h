@@ -119,6 +119,22 @@ bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>&
 bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
                 const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err);
 
+/// One run of the parity-matching family (ours; docs/bbs.md "Our hybrid"). Step t: the
+/// senders are the nodes on side t mod 2, the receivers the others; on a bipartite graph the
+/// sides are the hop-distance parities from the root (every node alternates sending and
+/// receiving, the rhythm that carries a packet one hop per step), otherwise two balanced
+/// sides whose cut edges connect the graph (a local search; the distance parities when it
+/// fails). The step's transfers are a maximum matching of the useful arcs sender -> receiver
+/// (the sender holds a packet the receiver lacks): a greedy seed in `seed` order, then
+/// augmenting paths (Kuhn) until none is left; with `fill`, the pairs left idle then get
+/// greedy transfers in any direction (as run_greedy). Packets: rarest first (Choice::rarest).
+enum class Seed {
+  deficit,  ///< receivers holding the fewest packets first (ties: farther from the root); sender: the one holding the most
+  tight,    ///< receivers with the fewest useful senders first (ties: fewest packets); sender: the one holding the most
+  scarce    ///< receivers as `deficit`; sender: the one useful to the fewest receivers
+};
+bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err);
+
 /// Baselines of Sec. 3.1 in the same model (docs/bbs.md gives the exact rules chosen):
 /// Greedy (each step a maximal matching built in BFS order: a free node holding data sends
 /// to its farthest free neighbour lacking some of it, the lowest packet id it lacks);

@@ -11,8 +11,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "bbs.h"
 
@@ -166,7 +168,22 @@ TEST_CASE("synth runs: every algorithm passes the checker and respects the lower
       REQUIRE(run_tree(g, 0, N, true, r[3], err));
       REQUIRE(run_srda(g, 0, N, true, r[4], err));
       const int64_t lower = (int64_t(g.n - 1) * N + g.n / 2 - 1) / (g.n / 2);
-      for (Run& x : r) {
+      // Every run the hybrid chooses among (it keeps only the winner's trace).
+      std::vector<Run> all(std::begin(r), std::end(r));
+      for (const auto* frames : {&sb.frames, &sa.frames})
+        for (Fill f : {Fill::greedy, Fill::maximum}) {
+          all.emplace_back();
+          REQUIRE(run_frames(g, 0, N, *frames, Choice::rarest, f, true, all.back(), err));
+        }
+      for (Seed sd : {Seed::deficit, Seed::tight, Seed::scarce})
+        for (bool fill : {false, true}) {
+          all.emplace_back();
+          REQUIRE(run_parity(g, 0, N, sd, fill, true, all.back(), err));
+        }
+      int64_t least = all[5].steps;  // all[0..4]: r; then the four frame runs, the six parity runs
+      for (size_t k = 6; k < all.size(); ++k) least = std::min(least, all[k].steps);
+      CHECK(r[1].steps == least);  // the hybrid is the best of its ten runs
+      for (Run& x : all) {
         INFO(x.algorithm);
         CHECK(check_trace(g, 0, N, x.trace) == "");
         CHECK(x.steps >= lower);
