@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Fig. 4 of the BBS paper in our model: active edges per step of BBS, our hybrid, Greedy
-and Binary Tree (docs/bbs.md). Input: the CSV of `bbs_tables --active-csv FILE --topology T
+"""Fig. 4 of the BBS paper in our model: active edges per step of BBS, our hybrid, Greedy,
+Binary Tree and SRDA (docs/bbs.md). Input: the CSV of `bbs_tables --active-csv FILE --topology T
 --packets N`; output: a PNG (matplotlib).
 
 Usage: bbs_fig4.py CSV OUT.png TITLE

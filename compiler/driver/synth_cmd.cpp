@@ -87,6 +87,8 @@ int cmd_synth_bbs(const SynthCli& s) {
     ok &= report(r);
     if (!run_tree(g, s.root, s.packets, true, r, err)) return fail(err);
     ok &= report(r);
+    if (!run_srda(g, s.root, s.packets, true, r, err)) return fail(err);
+    ok &= report(r);
   }
   auto table = [&](std::ostream& os) {
     os << "# BBS frames of " << g.spec << ", root " << s.root << ": " << syn.frames.size()

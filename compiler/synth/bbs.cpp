@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 namespace bine::synth {
@@ -499,18 +501,156 @@ bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>&
   return true;
 }
 
+namespace {
+
+// The two sides of the parity matching. On a bipartite graph: the hop-distance parity from
+// the root (every edge joins the sides). Otherwise the BFS parity may be unbalanced (16K3:
+// 7 and 9 nodes) and leaves edges inside a side; we balance the sides (|S0| - |S1| in
+// {0, 1}) and raise the cut by a local search (the pair swap that adds the most cut edges,
+// until none adds any; at most 4P swaps). Kept only when the cut edges still connect the
+// graph (then a packet some node lacks can always cross a cut edge at one of the two
+// parities, so runs cannot stall); else the BFS parity.
+std::vector<int> parity_sides(const Graph& g, const std::vector<int>& dist) {
+  const int P = g.n;
+  std::vector<int> side(static_cast<size_t>(P));
+  for (int v = 0; v < P; ++v) side[size_t(v)] = dist[size_t(v)] % 2;
+  if (g.bipartite()) return side;
+  std::vector<int> s = side;
+  auto gain = [&](int x) {  // cut edges gained by moving x to the other side
+    int d = 0;
+    for (int y : g.adj[size_t(x)]) d += s[size_t(y)] == s[size_t(x)] ? 1 : -1;
+    return d;
+  };
+  for (;;) {  // balance: move the best node from the larger side
+    int n1 = 0;
+    for (int x : s) n1 += x;
+    const int big = n1 > P - n1 ? 1 : 0, excess = std::abs(2 * n1 - P);
+    if (excess <= 1) break;
+    int best = -1;
+    for (int v = 0; v < P; ++v)
+      if (s[size_t(v)] == big && (best < 0 || gain(v) > gain(best))) best = v;
+    s[size_t(best)] ^= 1;
+  }
+  for (int it = 0; it < 4 * P; ++it) {  // swaps keep the balance
+    int ba = -1, bb = -1, bg = 0;
+    for (int a = 0; a < P; ++a) {
+      if (s[size_t(a)] != 0) continue;
+      const int ga = gain(a);
+      for (int b = 0; b < P; ++b) {
+        if (s[size_t(b)] != 1) continue;
+        const bool adj = std::binary_search(g.adj[size_t(a)].begin(), g.adj[size_t(a)].end(), b);
+        const int gab = ga + gain(b) + (adj ? 2 : 0);
+        if (gab > bg) ba = a, bb = b, bg = gab;
+      }
+    }
+    if (ba < 0) break;
+    s[size_t(ba)] ^= 1, s[size_t(bb)] ^= 1;
+  }
+  std::vector<char> reached(size_t(P), 0);
+  std::vector<int> stack{0};
+  reached[0] = 1;
+  int count = 1;
+  while (!stack.empty()) {
+    int x = stack.back();
+    stack.pop_back();
+    for (int y : g.adj[size_t(x)])
+      if (!reached[size_t(y)] && s[size_t(y)] != s[size_t(x)]) reached[size_t(y)] = 1, ++count, stack.push_back(y);
+  }
+  return count == P ? s : side;
+}
+
+}  // namespace
+
+bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, "Parity", out, err)) return false;
+  Packets st(g.n, packets, root);
+  const std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist), side = parity_sides(g, dist);
+  std::vector<int> mate(size_t(g.n)), seen(size_t(g.n), 0), recv, nrec(size_t(g.n));
+  std::vector<std::vector<int>> useful(size_t(g.n));  // [receiver] its useful senders
+  std::vector<char> busy(size_t(g.n));
+  int stamp = 0;
+  // Kuhn's augmenting path from receiver v (bipartite: senders and receivers by parity).
+  std::function<bool(int)> augment = [&](int v) -> bool {
+    for (int u : useful[size_t(v)]) {
+      if (seen[size_t(u)] == stamp) continue;
+      seen[size_t(u)] = stamp;
+      if (mate[size_t(u)] < 0 || augment(mate[size_t(u)])) return mate[size_t(u)] = v, mate[size_t(v)] = u, true;
+    }
+    return false;
+  };
+  Step step;
+  int64_t idle = 0;
+  while (st.complete < g.n) {
+    const int par = int(out.steps % 2);
+    std::fill(mate.begin(), mate.end(), -1);
+    std::fill(nrec.begin(), nrec.end(), 0);
+    recv.clear();
+    for (int v = 0; v < g.n; ++v) {
+      useful[size_t(v)].clear();
+      if (side[size_t(v)] == par) continue;
+      for (int u : g.adj[size_t(v)])
+        if (side[size_t(u)] == par && st.lacks_any(u, v)) useful[size_t(v)].push_back(u), ++nrec[size_t(u)];
+      if (!useful[size_t(v)].empty()) recv.push_back(v);
+    }
+    auto fewest_packets = [&](int a, int b) {
+      return st.cnt[size_t(a)] != st.cnt[size_t(b)] ? st.cnt[size_t(a)] < st.cnt[size_t(b)] : dist[size_t(a)] > dist[size_t(b)];
+    };
+    if (seed == Seed::tight)
+      std::stable_sort(recv.begin(), recv.end(), [&](int a, int b) {
+        return useful[size_t(a)].size() != useful[size_t(b)].size() ? useful[size_t(a)].size() < useful[size_t(b)].size()
+                                                                    : st.cnt[size_t(a)] < st.cnt[size_t(b)];
+      });
+    else
+      std::stable_sort(recv.begin(), recv.end(), fewest_packets);
+    for (int v : recv) {
+      int best = -1;
+      for (int u : useful[size_t(v)])
+        if (mate[size_t(u)] < 0 && (best < 0 || (seed == Seed::scarce ? nrec[size_t(u)] < nrec[size_t(best)]
+                                                                       : st.cnt[size_t(u)] > st.cnt[size_t(best)])))
+          best = u;
+      if (best >= 0) mate[size_t(best)] = v, mate[size_t(v)] = best;
+    }
+    for (bool grown = true; grown;) {  // passes until no augmenting path is left: maximum
+      grown = false;
+      ++stamp;
+      for (int v : recv)
+        if (mate[size_t(v)] < 0 && augment(v)) grown = true;
+    }
+    for (int v : recv)
+      if (mate[size_t(v)] >= 0) step.push_back({mate[size_t(v)], v, st.choose(g, mate[size_t(v)], v, Choice::rarest)});
+    if (fill) {
+      std::fill(busy.begin(), busy.end(), 0);
+      for (const Transfer& t : step) busy[size_t(t.from)] = busy[size_t(t.to)] = 1;
+      greedy_fill(g, st, order, dist, busy, Choice::rarest, step);
+    }
+    idle = step.empty() ? idle + 1 : 0;
+    if (idle > 2) return err = "parity matching stalls (disconnected graph?)", false;  // cannot happen on a connected graph
+    finish_step(st, step, keep_trace, out);
+  }
+  return true;
+}
+
 bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
                 const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err) {
   bool any = false;
+  auto take = [&](Run& r, const std::string& name) {
+    if (any && r.steps >= out.steps) return;
+    r.algorithm = "Hybrid(" + name + ")";
+    out = std::move(r);
+    any = true;
+  };
   for (int o = 0; o < 2; ++o)
     for (Fill f : {Fill::greedy, Fill::maximum}) {
       Run r;
       if (!run_frames(g, root, packets, o ? alternate_frames : bfs_frames, Choice::rarest, f, keep_trace, r, err)) return false;
-      if (!any || r.steps < out.steps) {
-        r.algorithm = std::string("Hybrid(") + (o ? "alternate" : "bfs") + (f == Fill::greedy ? "+fill)" : "+max)");
-        out = std::move(r);
-        any = true;
-      }
+      take(r, std::string(o ? "alternate" : "bfs") + (f == Fill::greedy ? "+fill" : "+max"));
+    }
+  for (Seed sd : {Seed::deficit, Seed::tight, Seed::scarce})
+    for (bool fill : {false, true}) {
+      Run r;
+      if (!run_parity(g, root, packets, sd, fill, keep_trace, r, err)) return false;
+      take(r, std::string("parity/") + (sd == Seed::deficit ? "deficit" : sd == Seed::tight ? "tight" : "scarce") +
+                  (fill ? "+fill" : ""));
     }
   return true;
 }
@@ -564,6 +704,89 @@ bool run_tree(const Graph& g, int root, int packets, bool keep_trace, Run& out, 
     }
     idle = step.empty() ? idle + 1 : 0;
     if (idle > period) return err = "tree broadcast stalls", false;
+    finish_step(st, step, keep_trace, out);
+  }
+  return true;
+}
+
+bool run_srda(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, "SRDA", out, err)) return false;
+  const int P = g.n, N = packets;
+  Packets st(P, N, root);
+  const std::vector<int> dist = g.bfs_dist(root), order = bfs_order(g, dist);
+  // The BFS spanning tree of run_tree (parent: the lowest-id neighbour one hop closer).
+  std::vector<int> parent(size_t(P), -1);
+  for (int v = 0; v < P; ++v)
+    if (v != root)
+      for (int u : g.adj[size_t(v)])
+        if (dist[size_t(u)] == dist[size_t(v)] - 1) {
+          parent[size_t(v)] = u;
+          break;
+        }
+  // Phase 1, scatter: segment i = packets [floor(i N / P), floor((i + 1) N / P)) goes to node
+  // i. queue[u] holds the packets u must still forward, each with the child it goes through;
+  // a sender serves the deepest destination first (ties: the lowest packet id), the order
+  // that lets a pipelined scatter on a path finish all nodes together.
+  struct Item {
+    int depth, packet, child;
+    bool operator<(const Item& o) const { return depth != o.depth ? depth < o.depth : packet > o.packet; }
+  };
+  std::vector<std::vector<Item>> queue(static_cast<size_t>(P));  // per node, in sending order
+  std::vector<int> backlog(size_t(P), 0);            // packets a node holds for its subtree, not yet forwarded
+  auto child_toward = [&](int u, int dest) {          // the child of u on the tree path to dest
+    while (parent[size_t(dest)] != u) dest = parent[size_t(dest)];
+    return dest;
+  };
+  auto owner = [&](int q) { return int(int64_t(q) * P / N); };
+  auto enqueue = [&](int u, int q) {
+    int d = owner(q);
+    if (d == u) return;
+    queue[size_t(u)].push_back({dist[size_t(d)], q, child_toward(u, d)});
+    ++backlog[size_t(u)];
+  };
+  for (int q = 0; q < N; ++q) enqueue(root, q);
+  for (auto& qu : queue) std::sort(qu.begin(), qu.end(), [](const Item& a, const Item& b) { return b < a; });
+  std::vector<char> busy(static_cast<size_t>(P));
+  Step step;
+  int64_t pending = backlog[size_t(root)];
+  while (pending > 0) {
+    std::fill(busy.begin(), busy.end(), 0);
+    for (auto x = order.rbegin(); x != order.rend(); ++x) {  // the deepest first: forwarding drains the pipes
+      const int u = *x;
+      if (busy[size_t(u)] || queue[size_t(u)].empty()) continue;
+      // The free child with the smallest backlog (ties: the lower id) that u has a packet for,
+      // then u's first packet (deepest destination) through that child.
+      int best = -1;
+      for (const Item& it : queue[size_t(u)])
+        if (!busy[size_t(it.child)] && (best < 0 || backlog[size_t(it.child)] < backlog[size_t(best)] ||
+                                        (backlog[size_t(it.child)] == backlog[size_t(best)] && it.child < best)))
+          best = it.child;
+      if (best < 0) continue;
+      auto it = std::find_if(queue[size_t(u)].begin(), queue[size_t(u)].end(), [&](const Item& x) { return x.child == best; });
+      step.push_back({u, best, it->packet});
+      queue[size_t(u)].erase(it);
+      --backlog[size_t(u)];
+      busy[size_t(u)] = busy[size_t(best)] = 1;
+    }
+    if (step.empty()) return err = "SRDA scatter stalls", false;  // cannot happen: the root always has a free child
+    for (const Transfer& t : step) {
+      --pending;
+      if (owner(t.packet) != t.to) {  // in transit: t.to forwards it
+        Item x{dist[size_t(owner(t.packet))], t.packet, child_toward(t.to, owner(t.packet))};
+        auto& qu = queue[size_t(t.to)];
+        qu.insert(std::upper_bound(qu.begin(), qu.end(), x, [](const Item& a, const Item& b) { return b < a; }), x);
+        ++backlog[size_t(t.to)], ++pending;
+      }
+    }
+    finish_step(st, step, keep_trace, out);
+  }
+  // Phase 2, allgather among neighbours: each step the greedy matching of run_greedy (a free
+  // node sends to the free neighbour lacking some of its packets that holds the fewest, the
+  // lowest packet id it lacks), until every node holds all N.
+  while (st.complete < P) {
+    std::fill(busy.begin(), busy.end(), 0);
+    greedy_fill(g, st, order, dist, busy, Choice::lowest, step);
+    if (step.empty()) return err = "SRDA allgather stalls (disconnected graph?)", false;
     finish_step(st, step, keep_trace, out);
   }
   return true;

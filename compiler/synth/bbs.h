@@ -106,12 +106,34 @@ enum class Fill {
 bool run_frames(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Choice choice, Fill fill,
                 bool keep_trace, Run& out, std::string& err);
 
-/// Our hybrid: the best (least T, then the first) of four runs with rarest-first packet
-/// choice: {BFS-oriented, alternately oriented frames} x {greedy fill, maximum fill}. Its
-/// `algorithm` names the winner, e.g. "Hybrid(alternate+max)". A portfolio is legitimate
-/// here because synthesis is offline and the model is exact: the chosen run is the schedule.
+/// Our hybrid: the best (least T, then the first) of ten runs, all with rarest-first packet
+/// choice. Four replay frames: {BFS-oriented, alternately oriented frames} x {greedy fill,
+/// maximum fill}. Six use no frames, the *parity matching* (docs/bbs.md): in step t the nodes
+/// at even hop distance from the root send when t is even, the odd ones when t is odd (on a
+/// non-bipartite graph: two balanced sides with a large cut that still connects the graph),
+/// and the step is a maximum matching of the useful sender -> receiver arcs (a greedy seed,
+/// then augmenting paths), for three seed orders x {no fill, greedy fill of the idle pairs}. Its
+/// `algorithm` names the winner, e.g. "Hybrid(alternate+max)" or "Hybrid(parity/tight+fill)".
+/// A portfolio is legitimate here because synthesis is offline and the model is exact: the
+/// chosen run is the schedule.
 bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>& bfs_frames,
                 const std::vector<Frame>& alternate_frames, bool keep_trace, Run& out, std::string& err);
+
+/// One run of the parity-matching family (ours; docs/bbs.md "Our hybrid"). Step t: the
+/// senders are the nodes on side t mod 2, the receivers the others; on a bipartite graph the
+/// sides are the hop-distance parities from the root (every node alternates sending and
+/// receiving, the rhythm that carries a packet one hop per step), otherwise two balanced
+/// sides whose cut edges connect the graph (a local search; the distance parities when it
+/// fails). The step's transfers are a maximum matching of the useful arcs sender -> receiver
+/// (the sender holds a packet the receiver lacks): a greedy seed in `seed` order, then
+/// augmenting paths (Kuhn) until none is left; with `fill`, the pairs left idle then get
+/// greedy transfers in any direction (as run_greedy). Packets: rarest first (Choice::rarest).
+enum class Seed {
+  deficit,  ///< receivers holding the fewest packets first (ties: farther from the root); sender: the one holding the most
+  tight,    ///< receivers with the fewest useful senders first (ties: fewest packets); sender: the one holding the most
+  scarce    ///< receivers as `deficit`; sender: the one useful to the fewest receivers
+};
+bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err);
 
 /// Baselines of Sec. 3.1 in the same model (docs/bbs.md gives the exact rules chosen):
 /// Greedy (each step a maximal matching built in BFS order: a free node holding data sends
@@ -121,6 +143,15 @@ bool run_hybrid(const Graph& g, int root, int packets, const std::vector<Frame>&
 /// schedule of period c + 1, c the most children, so T = (c + 1) N + O(depth)).
 bool run_greedy(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err);
 bool run_tree(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err);
+
+/// SRDA (Sec. 3.1, "Scatter Recursive Doubling Allgather"; our reading, docs/bbs.md): phase
+/// 1 scatters segment i = packets [floor(iN/P), floor((i+1)N/P)) to node i, pipelined down
+/// the BFS tree of run_tree (each step a matching built the deepest nodes first, the root last:
+/// a node forwards to its free child with the smallest backlog the packet with the deepest
+/// destination; nodes on the way keep a copy); phase 2, once every node holds its segment,
+/// is the allgather among neighbours: each step the greedy matching of run_greedy, until
+/// every node holds all N. Moves exactly (P-1) N packets.
+bool run_srda(const Graph& g, int root, int packets, bool keep_trace, Run& out, std::string& err);
 
 /// The independent checker: replays `trace` against the model's rules (every transfer on
 /// an edge of G, each node in at most one transfer per step, the sender holds the packet

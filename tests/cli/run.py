@@ -238,7 +238,7 @@ def main():
     # synth bbs (docs/bbs.md): figures on the 4x4 grid, and bad input.
     case("synth bbs on the 4x4 grid: LP optimum 1/2, every run checked",
          ["synth", "bbs", "--topology", "grid:4x4", "--packets", "20", "--baselines"], 0,
-         out=r"optimum C = 1/2 .*\n.*d_m = 4; colouring: 4 colours; frames: 4(.|\n)*Binary Tree +T = \d+ steps, AE = [0-9.]+, check: ok")
+         out=r"optimum C = 1/2 .*\n.*d_m = 4; colouring: 4 colours; frames: 4(.|\n)*Binary Tree +T = \d+ steps, AE = [0-9.]+, check: ok\nSRDA +T = \d+ steps, AE = [0-9.]+, check: ok")
     case("synth bbs: unknown topology", ["synth", "bbs", "--topology", "mesh:4"], 1, err=r"unknown topology")
     case("synth bbs: root not in the graph", ["synth", "bbs", "--topology", "grid:4x4", "--root", "16"], 1,
          err=r"root 16 is not a node of grid:4x4 \(nodes 0\.\.15\)")

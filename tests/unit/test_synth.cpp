@@ -4,12 +4,17 @@
 // counting (Eq. 6 and 14: P' C <= floor(P/2) where P' nodes are balanced, attained on
 // graphs with a perfect matching); the step lower bound (P-1) N / floor(P/2) (each step
 // moves at most floor(P/2) packets); Koenig's theorem (d_m colours on bipartite graphs);
-// the paper's Table 2 (4x4: BBS T = 212). check_trace is shown to catch sabotaged traces.
+// the paper's Tables 2-3 (4x4, N = 100: BBS T = 212; 8x8, N = 500: 1031); SRDA's two
+// phases read off its trace (scatter down the BFS tree until every node holds its segment,
+// at least N - N/P steps since the root sends one packet a step). check_trace is shown to
+// catch sabotaged traces.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "bbs.h"
 
@@ -156,13 +161,29 @@ TEST_CASE("synth runs: every algorithm passes the checker and respects the lower
       REQUIRE(synthesize_bbs(g, o, sb, err));
       o.orient = Orient::alternate;
       REQUIRE(synthesize_bbs(g, o, sa, err));
-      Run r[4];
+      Run r[5];
       REQUIRE(run_frames(g, 0, N, sb.frames, Choice::forward_potential, Fill::none, true, r[0], err));
       REQUIRE(run_hybrid(g, 0, N, sb.frames, sa.frames, true, r[1], err));
       REQUIRE(run_greedy(g, 0, N, true, r[2], err));
       REQUIRE(run_tree(g, 0, N, true, r[3], err));
+      REQUIRE(run_srda(g, 0, N, true, r[4], err));
       const int64_t lower = (int64_t(g.n - 1) * N + g.n / 2 - 1) / (g.n / 2);
-      for (Run& x : r) {
+      // Every run the hybrid chooses among (it keeps only the winner's trace).
+      std::vector<Run> all(std::begin(r), std::end(r));
+      for (const auto* frames : {&sb.frames, &sa.frames})
+        for (Fill f : {Fill::greedy, Fill::maximum}) {
+          all.emplace_back();
+          REQUIRE(run_frames(g, 0, N, *frames, Choice::rarest, f, true, all.back(), err));
+        }
+      for (Seed sd : {Seed::deficit, Seed::tight, Seed::scarce})
+        for (bool fill : {false, true}) {
+          all.emplace_back();
+          REQUIRE(run_parity(g, 0, N, sd, fill, true, all.back(), err));
+        }
+      int64_t least = all[5].steps;  // all[0..4]: r; then the four frame runs, the six parity runs
+      for (size_t k = 6; k < all.size(); ++k) least = std::min(least, all[k].steps);
+      CHECK(r[1].steps == least);  // the hybrid is the best of its ten runs
+      for (Run& x : all) {
         INFO(x.algorithm);
         CHECK(check_trace(g, 0, N, x.trace) == "");
         CHECK(x.steps >= lower);
@@ -183,6 +204,69 @@ TEST_CASE("synth runs: the hybrid beats the paper's BBS on the 4x4 grid (Table 2
   Run r;
   REQUIRE(run_hybrid(g, 0, 100, sb.frames, sa.frames, false, r, err));
   CHECK(r.steps <= 212);
+}
+
+TEST_CASE("synth runs: the hybrid beats the paper's BBS on the 8x8 grid at N = 500 (Table 3)") {
+  // The frame-based hybrid alone took 1063 steps here (docs/bbs.md); the parity matching
+  // closes the gap. Lower bound: 63 * 500 / 32 = 985 steps.
+  Graph g = topo("grid:8x8");
+  std::string err;
+  Synthesis sb, sa;
+  SynthOptions o;
+  REQUIRE(synthesize_bbs(g, o, sb, err));
+  o.orient = Orient::alternate;
+  REQUIRE(synthesize_bbs(g, o, sa, err));
+  Run r;
+  REQUIRE(run_hybrid(g, 0, 500, sb.frames, sa.frames, true, r, err));
+  CHECK(check_trace(g, 0, 500, r.trace) == "");
+  CHECK(r.steps <= 1031);
+}
+
+TEST_CASE("synth SRDA: a scatter down the BFS tree, then the allgather") {
+  for (const char* spec : {"grid:4x4", "grid:4x4x4", "16k3"}) {
+    Graph g = topo(spec);
+    const int P = g.n;
+    for (int N : {7, 64, 100}) {
+      INFO(spec << " N=" << N);
+      std::string err;
+      Run r;
+      REQUIRE(run_srda(g, 0, N, true, r, err));
+      REQUIRE(check_trace(g, 0, N, r.trace) == "");
+      // The oracle's own tree and segments: parent = the lowest-id neighbour one hop closer;
+      // packet q belongs to node floor(q P / N).
+      std::vector<int> dist = g.bfs_dist(0), parent(size_t(P), -1);
+      for (int v = 1; v < P; ++v)
+        for (int u : g.adj[size_t(v)])
+          if (dist[size_t(u)] == dist[size_t(v)] - 1) {
+            parent[size_t(v)] = u;
+            break;
+          }
+      auto in_subtree = [&](int x, int top) {
+        for (; x >= 0; x = parent[size_t(x)])
+          if (x == top) return true;
+        return false;
+      };
+      std::vector<std::vector<char>> has(size_t(P), std::vector<char>(size_t(N), 0));
+      for (int q = 0; q < N; ++q) has[0][size_t(q)] = 1;
+      auto segments_done = [&] {
+        for (int q = 0; q < N; ++q)
+          if (!has[size_t(int64_t(q) * P / N)][size_t(q)]) return false;
+        return true;
+      };
+      size_t s = 0;
+      for (; s < r.trace.size() && !segments_done(); ++s)
+        for (const Transfer& t : r.trace[s]) {
+          CHECK(parent[size_t(t.to)] == t.from);                         // down a tree arc
+          CHECK(in_subtree(int(int64_t(t.packet) * P / N), t.to));       // toward its owner
+          has[size_t(t.to)][size_t(t.packet)] = 1;
+        }
+      REQUIRE(segments_done());
+      int root_keeps = 0;
+      for (int q = 0; q < N; ++q) root_keeps += int64_t(q) * P / N == 0;
+      CHECK(int64_t(s) >= N - root_keeps);  // the root sends one packet a step
+      CHECK(s < r.trace.size());            // an allgather phase follows
+    }
+  }
 }
 
 TEST_CASE("synth check_trace catches sabotaged traces") {
