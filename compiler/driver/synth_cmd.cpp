@@ -25,7 +25,7 @@ CLI::App* add_synth_command(CLI::App& app, SynthCli& s) {
       ->check(CLI::IsMember({"paper", "non-root"}));
   bbs->add_option("--orient", s.orient, "bfs (away from the root, the paper's, default), lp (the LP's directions) or alternate (by hop-distance parity, bipartite graphs)")
       ->check(CLI::IsMember({"bfs", "lp", "alternate"}));
-  bbs->add_flag("--baselines", s.baselines, "also run Greedy and Binary Tree in the same model");
+  bbs->add_flag("--baselines", s.baselines, "also run Greedy, Binary Tree and SRDA in the same model");
   bbs->add_flag("--frames", s.frames, "print the frame table");
   bbs->add_option("-o,--output", s.out, "write the frame table (one frame a line: 'sender>receiver ...') to FILE");
   bbs->add_option("--bine", s.bine_out,
