@@ -523,6 +523,12 @@ class Verifier {
     }
     return id;
   }
+  /// Terms a and b hold data of different blocks: reducing them mixes blocks (every
+  /// reduction's result is one block's contributions; a term already mixed was reported).
+  bool mixes(int32_t a, int32_t b) const {
+    const int32_t x = terms_[size_t(a)].block, y = terms_[size_t(b)].block;
+    return x != y && x != -2 && y != -2;
+  }
   /// Terms a and b share a leaf rank: reducing them would count a contribution twice.
   bool overlaps(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set) == kNone; }
   int32_t combine(int32_t a, int32_t b) {
@@ -670,6 +676,16 @@ class Verifier {
                 add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
                 return false;
               }
+              if (mixes(o, v)) {
+                // Reported where it happens, not at the postcondition (issue 18).
+                Diagnostic& d = record(report(rv->origin, at(y, t, b) + "block " + std::to_string(b) +
+                                                              " is combined with data of another block (block " +
+                                                              std::to_string(terms_[size_t(v)].block) + ", sent by rank " +
+                                                              std::to_string(x) + " from its block " + std::to_string(sb) + ")"),
+                                       K::wrong_data, y, t, b, x, true);
+                add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
+                return false;
+              }
               nv = received_is_left_operand(x, y) ? combine(v, o) : combine(o, v);
               if (prev >= 0) {
                 ups[size_t(prev)].term = nv;
@@ -754,6 +770,13 @@ class Verifier {
                                      " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
                    K::double_count, y, t, d);
             cex_.doubled_ranks = dup;
+            return false;
+          }
+          if (mixes(o, v)) {
+            record(report(lo.origin, at(y, t, d) + "local reduce: block " + std::to_string(d) +
+                                     " is combined with data of another block (block " +
+                                     std::to_string(terms_[size_t(v)].block) + ", from " + blk(sb) + ")"),
+                   K::wrong_data, y, t, d);
             return false;
           }
           nv = combine(v, o);
