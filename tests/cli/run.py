@@ -163,7 +163,7 @@ def main():
               {"p": 8, "requires": "root % 2 == 0", "roots": [1, 3, 5, 7]}]:
         failures.append(f"check --json excluded_roots: {er}")
     case("compile: a root-dependent clause fails naming the root", ["compile", "-", "--verify-ranks", "1..8"], 0,
-         out=r'if \(!\(\(bine::mod\(root_, 2\) == 0\)\)\) return cx.fail_requires_root\("root % 2 == 0"\);', stdin=even)
+         out=r'if \(!\(\(bine::rem\(root_, 2\) == 0\)\)\) return cx.fail_requires_root\("root % 2 == 0"\);', stdin=even)
     # traffic (docs/topology.md): machine specs and allocations; bad input exits 2 naming it.
     rd = ["traffic", "dsl/lib/baselines.bine", "--schedule", "recursive_doubling_allreduce"]
     case("traffic on a dragonfly", rd + ["-p", "8", "--machine", "dragonfly:4,2,1"], 0,
