@@ -387,7 +387,11 @@ class RankRun {
         std::string err;
         bool ok = false;
         const FramesTableData& tab = frames_table(s.frames, blocks, err, ok);
-        if (!ok) fail(s.span, err);
+        if (!ok) {
+          // About the frames, not this rank: no rank in the message.
+          diags_.error(s.span, instance_label(lay().p, lay().root, collective_) + ": " + err);
+          throw Failure{};
+        }
         const FramesTable view = tab.view();
         const int64_t node = mod(bine::add(bine::sub(r_, root_), f.root), f.nodes);
         FramesOp op;
