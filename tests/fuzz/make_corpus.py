@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzzer's seed corpus (tests/fuzz/corpus/): every dsl/lib file whole, each of
 its top-level schedules on its own (after the file's fn declarations, which it may call),
-and every malformed input of tests/diagnostics. Deterministic; rerun after changing the
+every malformed input of tests/diagnostics and the frames schedules of examples/bbs. Deterministic; rerun after changing the
 library and commit the result."""
 import pathlib
 import re
@@ -54,4 +54,6 @@ for f in sorted((root / "dsl" / "lib").glob("*.bine")):
             n += 1
 for f in sorted((root / "tests" / "diagnostics").glob("*.bine")):
     (out / f"diag_{f.stem}.bine").write_text(f.read_text())
+for f in sorted((root / "examples" / "bbs").glob("*.bine")):  # frames schedules
+    (out / f"frames_{f.stem}.bine").write_text(f.read_text())
 print(f"{len(list(out.glob('*.bine')))} corpus files ({n} single schedules)", file=sys.stderr)
