@@ -22,8 +22,11 @@ docs/pmpi.md "Selection table", docs/testing.md).
 import json
 import os
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import mpitest  # noqa: E402  (tests/mpitest.py)
+from mpitest import mpirun, run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -32,22 +35,8 @@ VERIFY = (1, 32)
 failures = []
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
 def must(r, what):
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
-        sys.exit(f"dispatch: {what} failed (exit {r.returncode})")
-    return r
-
-
-def mpirun(n):
-    args = ["mpirun", "--oversubscribe", "-np", str(n)]
-    if os.geteuid() == 0:
-        args.insert(1, "--allow-run-as-root")
-    return args
+    return mpitest.must(r, "dispatch", what)
 
 
 def main():
