@@ -108,13 +108,19 @@ bool build_frames_table(const FramesData& f, int64_t packets, FramesTableData& o
   // arithmetic runs of consecutive cycles.
   out.slot.assign(size_t(P * F), -1);
   const int64_t cycles = (out.steps + F - 1) / F;
+  // [s * P + x] the arc of frame s that node x is in (a frame is a matching), or -1:
+  // one pass over the frames instead of a scan per node and slot.
+  std::vector<int32_t> arc_of(static_cast<size_t>(F * P), -1);
+  for (int64_t s = 0; s < F; ++s)
+    for (size_t i = 0; i < f.frames[size_t(s)].size(); ++i) {
+      const auto [u, v] = f.frames[size_t(s)][i];
+      arc_of[size_t(s * P + u)] = arc_of[size_t(s * P + v)] = int32_t(i);
+    }
   for (int64_t x = 0; x < P; ++x) {
     for (int64_t s = 0; s < F; ++s) {
       const std::vector<std::pair<int64_t, int64_t>>& fr = f.frames[size_t(s)];
-      size_t arc = fr.size();
-      for (size_t i = 0; i < fr.size(); ++i)
-        if (fr[i].first == x || fr[i].second == x) arc = i;
-      if (arc == fr.size()) continue;
+      if (arc_of[size_t(s * P + x)] < 0) continue;
+      const size_t arc = size_t(arc_of[size_t(s * P + x)]);
       const bool send = fr[arc].first == x;
       const int32_t e = int32_t(out.entry.size() / 4);
       out.slot[size_t(x * F + s)] = e;
