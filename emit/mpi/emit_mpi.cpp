@@ -65,6 +65,7 @@ struct IrregularForm {
   const char* begin;
   const char* mpi;
   const char* counts;
+  bool rooted;  ///< only the root knows the counts: they are broadcast first
 };
 /// The irregular form of `c`, or null when it has none.
 const IrregularForm* irregular_form(Collective c) {
@@ -72,25 +73,25 @@ const IrregularForm* irregular_form(Collective c) {
       "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
       "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm",
       "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm", "begin_allgatherv",
-      "MPI_Allgatherv", "every rank passes the counts"};
+      "MPI_Allgatherv", "every rank passes the counts", false};
   static const IrregularForm gatherv = {
       "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
       "const size_t* displs, MPI_Datatype recvtype, int root, MPI_Comm comm",
       "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm", "begin_gatherv",
       "MPI_Gatherv",
       "recvcounts, displs, recvtype, recvbuf read at the root only;\n/// the root first broadcasts the block sizes "
-      "(one extra MPI_Ibcast of p + 1 integers)"};
+      "(one extra MPI_Ibcast of p + 1 integers)", true};
   static const IrregularForm scatterv = {
       "const void* sendbuf, const size_t* sendcounts, const size_t* displs, MPI_Datatype sendtype, void* recvbuf, "
       "size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
       "sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm", "begin_scatterv",
       "MPI_Scatterv",
       "sendbuf, sendcounts, displs, sendtype read at the root only;\n/// the root first broadcasts the block sizes "
-      "(one extra MPI_Ibcast of p + 1 integers)"};
+      "(one extra MPI_Ibcast of p + 1 integers)", true};
   static const IrregularForm reduce_scatterv = {
       "const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
       "sendbuf, recvbuf, recvcounts, datatype, op, comm", "begin_reduce_scatterv", "MPI_Reduce_scatter",
-      "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements"};
+      "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements", false};
   switch (c) {
     case Collective::reduce_scatter: return &reduce_scatterv;
     case Collective::allgather: return &allgatherv;
@@ -227,7 +228,8 @@ class Emitter {
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
-    persistent(fname);
+    const Signature sig = signature(sd_.collective);
+    persistent(fname, sig.params, sig.names, "bine_run_" + fname, false);
     nonblocking(fname);
     if (has_irregular_form(sd_, proof)) {
       const IrregularForm& v = *irregular_form(sd_.collective);
@@ -240,6 +242,8 @@ class Emitter {
       o << "extern \"C\" int " << fname << "_v(" << v.params << ") {\n";
       o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
       o << "  return cx.result(bine_run_" << fname << "_v(cx, " << v.names << "));\n}\n";
+      persistent(fname + "_v", v.params, v.names, "bine_run_" + fname + "_v", v.rooted);
+      nonblocking_irregular(fname, v);
     }
     return o.str();
   }
@@ -356,29 +360,58 @@ class Emitter {
   /// The persistent form (MPI-4 style, like MPI_Allreduce_init): `<fname>_init` binds the
   /// arguments to a plan object and builds its rounds in a dry run (every check of a call,
   /// no data moved, nothing communicated); each start() then replays them on the buffers.
-  void persistent(const std::string& fname) {
+  /// `fname` the form's function (`<schedule>` or `<schedule>_v`), `params` / `names` its
+  /// parameters, `run` the static function that runs it on a Context. `rooted`: a rooted
+  /// irregular form (gatherv, scatterv), whose _init also shares the root's block sizes
+  /// once (a broadcast: _init is collective there, like MPI_Gatherv_init) and whose starts
+  /// reuse them.
+  void persistent(const std::string& fname, const std::string& sig_params, const std::string& sig_names,
+                  const std::string& run, bool rooted) {
     std::ostream& o = *out_;
-    const Signature sig = signature(sd_.collective);
-    const std::vector<std::string> params = split(sig.params), names = split(sig.names);
+    const std::vector<std::string> params = split(sig_params), names = split(sig_names);
     const std::string plan_t = prefix_ + "plan";
-    o << "extern \"C\" int " << fname << "_init(" << sig.params << ", " << plan_t << "* plan) {\n";
+    o << "extern \"C\" int " << fname << "_init(" << sig_params << ", " << plan_t << "* plan) {\n";
     o << "  struct Bound final : " << plan_t << "_s {\n";
     for (const std::string& prm : params) o << "    " << prm << ";\n";
+    if (rooted) o << "    std::vector<uint64_t> sizes;  // the root's block sizes, shared by _init\n";
     o << "    int start() override {\n";
     o << "      bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "      cx.use_plans(plans);\n";
-    o << "      return cx.result(bine_run_" << fname << "(cx, " << sig.names << "));\n";
+    if (rooted) o << "      cx.preset_block_bytes(&sizes);\n";
+    o << "      return cx.result(" << run << "(cx, " << sig_names << "));\n";
     o << "    }\n  };\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");  // the plain call's error texts\n";
     o << "  if (!plan) return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n";
     o << "  Bound* b = new (std::nothrow) Bound;\n";
     o << "  if (!b) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the plan\"));\n";
     for (const std::string& n : names) o << "  b->" << n << " = " << n << ";\n";
-    o << "  // A dry run: every check of a call, and the rounds planned, without moving data.\n";
+    o << "  // A dry run: every check of a call, and the rounds planned, without moving data"
+      << (rooted ? " (the sizes broadcast once)" : "") << ".\n";
     o << "  cx.dry_run();\n  cx.use_plans(b->plans);\n";
-    o << "  const int rc = bine_run_" << fname << "(cx, " << sig.names << ");\n";
+    o << "  const int rc = " << run << "(cx, " << sig_names << ");\n";
     o << "  if (rc != MPI_SUCCESS) {\n    delete b;\n    return cx.result(rc);\n  }\n";
+    if (rooted) o << "  b->sizes = cx.block_bytes();\n";
     o << "  *plan = b;\n  return cx.result(MPI_SUCCESS);\n}\n";
+  }
+  /// The nonblocking irregular form `<fname>_v_i` (like MPI_Iallgatherv): the call's own
+  /// plan (bine::mpi::nb_start_irregular); a rooted form first broadcasts the root's block
+  /// sizes without waiting, and reports the root's argument errors from the wait.
+  void nonblocking_irregular(const std::string& fname, const IrregularForm& v) {
+    std::ostream& o = *out_;
+    const std::string req_t = prefix_ + "request";
+    o << "extern \"C\" int " << fname << "_v_i(" << v.params << ", " << req_t << "* request) {\n";
+    o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
+    o << "  if (!request) return cx.result(cx.fail(MPI_ERR_ARG, \"the request pointer is NULL\"));\n";
+    o << "  *request = nullptr;\n";
+    o << "  " << req_t << "_s* q = new (std::nothrow) " << req_t << "_s(" << c_string(fname + "_v") << ");\n";
+    o << "  if (!q) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the request\"));\n";
+    o << "  q->call.run = [=](bine::mpi::Context& c) { return bine_run_" << fname << "_v(c, " << v.names << "); };\n";
+    o << "  int rc = bine::mpi::nb_tag(comm, &q->call.tag);\n";
+    o << "  if (rc == MPI_SUCCESS) rc = bine::mpi::nb_start_irregular(&q->call, /*rooted=*/" << (v.rooted ? "true" : "false")
+      << ");\n";
+    o << "  if (rc != MPI_SUCCESS) {\n    delete q;\n    return cx.result(rc);\n  }\n";
+    o << "  *request = q;\n";
+    o << "  return cx.result(MPI_SUCCESS);\n}\n";
   }
   static std::vector<std::string> split(const std::string& list) {
     std::vector<std::string> out;
@@ -866,8 +899,22 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
       o << "/// The irregular form (" << v.mpi << ", size_t counts and displacements in extents of the\n"
         << "/// counted type; " << v.counts << "):\n"
         << "/// every message of the schedule keeps its blocks' indices, so the proof holds for any\n"
-        << "/// block sizes. No persistent plan (rounds built each call).\n"
+        << "/// block sizes. The plain form builds its rounds each call (the sizes are not in the plan key).\n"
         << "int " << fname(*schedules[i]) << "_v(" << v.params << ");\n";
+      o << "/// The persistent irregular form (like MPI_" << v.mpi + 4 << "_init): binds the arguments, count and\n"
+        << "/// displacement arrays included (they must stay valid and unchanged until the plan is\n"
+        << "/// freed), and plans the rounds once" << (v.rooted ? "; the root's block sizes are broadcast once,\n/// here (so every rank calls it, as for MPI_" + std::string(v.mpi + 4) + "_init), and the starts reuse them" : "")
+        << ".\n"
+        << "int " << fname(*schedules[i]) << "_v_init(" << v.params << ", " << plan_t << "* plan);\n";
+      std::string nb_name = v.mpi + 4;  // MPI_Igatherv, MPI_Ireduce_scatter, ...
+      nb_name[0] = char(std::tolower(static_cast<unsigned char>(nb_name[0])));
+      o << "/// The nonblocking irregular form (like MPI_I" << nb_name << "): starts " << fname(*schedules[i])
+        << "_v and sets\n/// *request (" << prefix << "wait)"
+        << (v.rooted ? "; the root's sizes are broadcast without waiting, so the root's argument\n/// errors "
+                       "(sent to every rank) return from the wait, the other errors at once"
+                     : "; argument errors return at once")
+        << ".\n"
+        << "int " << fname(*schedules[i]) << "_v_i(" << v.params << ", " << req_t << "* request);\n";
     }
     o << "/// The nonblocking form: starts " << fname(*schedules[i]) << " and sets *request (" << prefix << "wait).\n";
     o << "int " << fname(*schedules[i]) << "_i(" << signature(schedules[i]->collective).params << ", " << req_t
@@ -932,7 +979,7 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
     << "  if (!*request) {\n    *flag = 1;\n    return MPI_SUCCESS;\n  }\n"
     << "  bine::mpi::nb_test(&(*request)->call, flag);\n"
     << "  if (!*flag) return MPI_SUCCESS;\n"
-    << "  const int rc = (*request)->call.cx.result((*request)->call.rc);\n"
+    << "  const int rc = bine::mpi::nb_result(&(*request)->call);\n"
     << "  delete *request;\n  *request = nullptr;\n  return rc;\n}\n";
   o << "extern \"C\" int " << prefix << "wait(" << req_t << "* request) {\n"
     << "  for (int flag = 0;;) {\n"

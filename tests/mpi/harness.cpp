@@ -46,24 +46,10 @@ using RootedBlocksFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t,
 using ReduceScatterFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm);
 using BarrierFn = int (*)(MPI_Comm);
 using AllgathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, MPI_Comm);
-/// The irregular forms (registry X(function, 1, 1)): no persistent or nonblocking form.
-struct VEntry {
-  const char* name;
-  AllgathervFn fn;
-};
-#define BINE_VENTRY(f, order, same) {#f, f},
-const std::vector<VEntry> kAllgatherv = {BCC_ALLGATHERV_SCHEDULES(BINE_VENTRY)};
 using GathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, int,
                           MPI_Comm);
 using ScattervFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
                            MPI_Comm);
-template <class F>
-struct RootedVEntry {
-  const char* name;
-  F fn;
-};
-const std::vector<RootedVEntry<GathervFn>> kGatherv = {BCC_GATHERV_SCHEDULES(BINE_VENTRY)};
-const std::vector<RootedVEntry<ScattervFn>> kScatterv = {BCC_SCATTERV_SCHEDULES(BINE_VENTRY)};
 /// check-persistent: every call goes through the function's persistent form (_init, then
 /// bcc_plan_start twice, once for an in-place case, whose second start would reduce or
 /// shift again, then bcc_plan_free).
@@ -124,6 +110,16 @@ const std::vector<Entry<AllgatherFn>> kAlltoall = {BCC_ALLTOALL_SCHEDULES(BINE_E
 const std::vector<AllreduceEntry> kScan = {BCC_SCAN_SCHEDULES(BINE_ENTRY)};
 const std::vector<AllreduceEntry> kExscan = {BCC_EXSCAN_SCHEDULES(BINE_ENTRY)};
 const std::vector<Entry<BarrierFn>> kBarrier = {BCC_BARRIER_SCHEDULES(BINE_ENTRY)};
+// The irregular forms (registry X(<schedule>_v, order, same)): <schedule>_v, its
+// persistent form <schedule>_v_init and its nonblocking form <schedule>_v_i; applicability
+// is the schedule's own (the regular entries test it).
+#define BINE_VENTRY(f, order, same) {#f, f, f##_init, f##_i, order != 0, nullptr, nullptr},
+using VEntry = Entry<AllgathervFn>;
+const std::vector<VEntry> kAllgatherv = {BCC_ALLGATHERV_SCHEDULES(BINE_VENTRY)};
+template <class F>
+using RootedVEntry = Entry<F>;
+const std::vector<RootedVEntry<GathervFn>> kGatherv = {BCC_GATHERV_SCHEDULES(BINE_VENTRY)};
+const std::vector<RootedVEntry<ScattervFn>> kScatterv = {BCC_SCATTERV_SCHEDULES(BINE_VENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;
@@ -316,9 +312,9 @@ void allgatherv_case(const VEntry& e, int layout, bool shuffled, bool strided, b
   if (in_place) {
     for (size_t i = 0; i < send.size(); i += size_t(k))  // the type map's ints only: the gaps keep -5
       got[size_t(displs[size_t(rank)]) * size_t(k) + i] = send[i];
-    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
+    rc = e.call(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " layout " + std::to_string(layout) +
@@ -355,11 +351,11 @@ void gatherv_case(const RootedVEntry<GathervFn>& e, int layout, bool shuffled, b
   if (in_place && at_root) {
     for (size_t i = 0; i < send.size(); i += size_t(k))  // the type map's ints only: the gaps keep -5
       got[size_t(displs[size_t(rank)]) * size_t(k) + i] = send[i];
-    rc = e.fn(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
+    rc = e.call(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
   } else if (at_root) {
-    rc = e.fn(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), size_t(mine), type, got.data(), c.data(), d.data(), type, root, MPI_COMM_WORLD);
   } else {
-    rc = e.fn(send.data(), size_t(mine), type, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), size_t(mine), type, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " root=" + std::to_string(root) +
@@ -394,12 +390,12 @@ void scatterv_case(const RootedVEntry<ScattervFn>& e, int layout, bool shuffled,
   std::vector<size_t> c(counts.begin(), counts.end()), d(displs.begin(), displs.end());
   int rc;
   if (in_place && at_root) {
-    rc = e.fn(send.data(), c.data(), d.data(), type, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), c.data(), d.data(), type, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
     got = want;  // nothing moves at the root
   } else if (at_root) {
-    rc = e.fn(send.data(), c.data(), d.data(), type, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
+    rc = e.call(send.data(), c.data(), d.data(), type, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
   } else {
-    rc = e.fn(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
+    rc = e.call(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), size_t(mine), type, root, MPI_COMM_WORLD);
   }
   ++cases;
   const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " root=" + std::to_string(root) +
@@ -434,13 +430,13 @@ void rooted_v_refusal_cases() {
       fail(tag + ": rc " + std::to_string(rc) + " '" + text + "'");
   };
   for (const auto& e : kGatherv) {
-    const int rc = at_root ? e.fn(&one, 1, MPI_INT, buf.data(), nullptr, d.data(), MPI_INT, root, MPI_COMM_WORLD)
-                           : e.fn(&one, 1, MPI_INT, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
+    const int rc = at_root ? e.call(&one, 1, MPI_INT, buf.data(), nullptr, d.data(), MPI_INT, root, MPI_COMM_WORLD)
+                           : e.call(&one, 1, MPI_INT, nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, root, MPI_COMM_WORLD);
     expect(e.name, rc, MPI_ERR_ARG, "the recvcounts array is NULL");
   }
   for (const auto& e : kScatterv) {
-    const int rc = at_root ? e.fn(MPI_IN_PLACE, c.data(), d.data(), MPI_INT, buf.data(), 1, MPI_INT, root, MPI_COMM_WORLD)
-                           : e.fn(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, &one, 1, MPI_INT, root, MPI_COMM_WORLD);
+    const int rc = at_root ? e.call(MPI_IN_PLACE, c.data(), d.data(), MPI_INT, buf.data(), 1, MPI_INT, root, MPI_COMM_WORLD)
+                           : e.call(nullptr, nullptr, nullptr, MPI_DATATYPE_NULL, &one, 1, MPI_INT, root, MPI_COMM_WORLD);
     expect(e.name, rc, MPI_ERR_ARG, "MPI_IN_PLACE given as the root's send buffer");
   }
 }
@@ -688,7 +684,8 @@ int run_overlap() {
     std::vector<int> got, want;
   };
   std::vector<Pending> calls;
-  calls.reserve(kAllreduce.size() + kAllgather.size() + kScan.size() + kBarrier.size() + kBcast.size());
+  calls.reserve(kAllreduce.size() + kAllgather.size() + kScan.size() + kBarrier.size() + kBcast.size() + kAllgatherv.size() +
+               kGatherv.size() + kScatterv.size());
   std::vector<int> send(n);
   for (size_t i = 0; i < n; ++i) send[i] = value<int>(rank, i);
   for (const AllreduceEntry& e : kAllreduce) {
@@ -717,6 +714,50 @@ int run_overlap() {
     if (rank == root) c.got = c.want;
     calls.push_back(std::move(c));
   }
+  // Irregular forms in flight too (counts b % 3 + 1 for rank b): allgatherv, and gatherv
+  // and scatterv to and from `root`, whose first phase (the root's sizes) is itself in flight.
+  const size_t np = static_cast<size_t>(size);
+  std::vector<size_t> vcounts(np), vdispls(np);
+  std::vector<int> icounts(np), idispls(np);
+  size_t vtotal = 0;
+  for (int b = 0; b < size; ++b) {
+    vcounts[size_t(b)] = size_t(b % 3 + 1);
+    vdispls[size_t(b)] = vtotal;
+    icounts[size_t(b)] = b % 3 + 1;
+    idispls[size_t(b)] = int(vtotal);
+    vtotal += vcounts[size_t(b)];
+  }
+  const size_t vmine = vcounts[size_t(rank)];
+  std::vector<int> vsend(vtotal);
+  for (size_t i = 0; i < vtotal; ++i) vsend[i] = value<int>(rank + 3, i);
+  // The plain schedule's applicability for an irregular form (its name without "_v").
+  auto v_applies = [&](const char* vname, const auto& plain) {
+    const std::string base = std::string(vname).substr(0, std::strlen(vname) - 2);
+    for (const auto& e : plain)
+      if (base == e.name) return e.applicable(size) == 1;
+    return false;
+  };
+  for (const VEntry& e : kAllgatherv) {
+    if (!v_applies(e.name, kAllgather)) continue;
+    Pending c{e.name, nullptr, std::vector<int>(vtotal, -1), std::vector<int>(vtotal)};
+    MPI_Allgatherv(vsend.data(), int(vmine), MPI_INT, c.want.data(), icounts.data(), idispls.data(), MPI_INT, MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
+  for (const auto& e : kGatherv) {
+    if (!v_applies(e.name, kGather)) continue;
+    const size_t len = rank == root ? vtotal : 0;
+    Pending c{e.name, nullptr, std::vector<int>(len, -1), std::vector<int>(len)};
+    MPI_Gatherv(vsend.data(), int(vmine), MPI_INT, c.want.data(), icounts.data(), idispls.data(), MPI_INT, root,
+                MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
+  for (const auto& e : kScatterv) {
+    if (!v_applies(e.name, kScatter)) continue;
+    Pending c{e.name, nullptr, std::vector<int>(vmine, -1), std::vector<int>(vmine)};
+    MPI_Scatterv(vsend.data(), icounts.data(), idispls.data(), MPI_INT, c.want.data(), int(vmine), MPI_INT, root,
+                 MPI_COMM_WORLD);
+    calls.push_back(std::move(c));
+  }
   // Start them all, in the same order on every rank (MPI's rule), a barrier in the middle.
   size_t k = 0;
   bcc_request barrier_rq = nullptr;
@@ -740,6 +781,21 @@ int run_overlap() {
           [&](Pending& c) { return e.nb(send.data(), c.got.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &c.rq); });
   for (const BcastEntry& e : kBcast)
     start(e.applicable(size) == 1, [&](Pending& c) { return e.nb(c.got.data(), n, MPI_INT, root, MPI_COMM_WORLD, &c.rq); });
+  for (const VEntry& e : kAllgatherv)
+    start(v_applies(e.name, kAllgather), [&](Pending& c) {
+      return e.nb(vsend.data(), vmine, MPI_INT, c.got.data(), vcounts.data(), vdispls.data(), MPI_INT, MPI_COMM_WORLD,
+                  &c.rq);
+    });
+  for (const auto& e : kGatherv)
+    start(v_applies(e.name, kGather), [&](Pending& c) {
+      return e.nb(vsend.data(), vmine, MPI_INT, c.got.data(), vcounts.data(), vdispls.data(), MPI_INT, root,
+                  MPI_COMM_WORLD, &c.rq);
+    });
+  for (const auto& e : kScatterv)
+    start(v_applies(e.name, kScatter), [&](Pending& c) {
+      return e.nb(vsend.data(), vcounts.data(), vdispls.data(), MPI_INT, c.got.data(), vmine, MPI_INT, root,
+                  MPI_COMM_WORLD, &c.rq);
+    });
   // Wait in a rank-dependent order: reversed on odd ranks, rotated by the rank on even ones;
   // the barrier last on rank 0, first elsewhere.
   if (rank != 0 && bcc_wait(&barrier_rq) != MPI_SUCCESS) fail("barrier wait");
@@ -868,14 +924,16 @@ int run_check() {
         for (size_t n : {size_t(1), size_t(5), size_t(3 * size + 1)}) noncommutative_case(e, mat, matop, n, exclusive ? rank - 1 : rank);
     }
   for (const auto& e : kBarrier) barrier_case(e);
-  if (!persistent && !nonblocking)  // the irregular forms have neither
-    for (const VEntry& e : kAllgatherv)
+  // The irregular forms: plain, persistent (_v_init) or nonblocking (_v_i) as the mode says.
+  for (const VEntry& e : kAllgatherv)
       for (int layout = 0; layout < 4; ++layout)
         for (bool shuffled : {false, true})
           for (bool strided : {false, true})
             for (bool ip : {false, true}) allgatherv_case(e, layout, shuffled, strided, ip);
-  if (!persistent && !nonblocking)  // every root, every layout, both orders, both types, in place or not
-    for (int root = 0; root < size; ++root)
+  // Every root, every layout, both orders, both types, in place or not (the persistent and
+  // nonblocking forms: roots 0, p / 2 and p - 1).
+  for (int root = 0; root < size; ++root)
+    if (!(persistent || nonblocking) || root == 0 || root == size / 2 || root == size - 1)
       for (int layout = 0; layout < 4; ++layout)
         for (bool shuffled : {false, true})
           for (bool strided : {false, true})
@@ -883,7 +941,7 @@ int run_check() {
               for (const auto& e : kGatherv) gatherv_case(e, layout, shuffled, strided, ip, root);
               for (const auto& e : kScatterv) scatterv_case(e, layout, shuffled, strided, ip, root);
             }
-  if (!persistent && !nonblocking && !fatal_handler) rooted_v_refusal_cases();
+  if (!persistent && !fatal_handler) rooted_v_refusal_cases();
   MPI_Type_free(&mat);
   MPI_Type_free(&int3);
   MPI_Type_free(&strided);

@@ -7,7 +7,8 @@
 // the packed ints), MPI_IN_PLACE
 // (input in recvbuf, the block left at its start), and a non-commutative user operator (2x2
 // matrix product on a derived type): exact for schedules proved order-preserving, refused
-// with MPI_ERR_OP by the others. The send buffer must come back unchanged.
+// with MPI_ERR_OP by the others. The send buffer must come back unchanged. Every case runs
+// through the plain `_v` form, the persistent `_v_init` and the nonblocking `_v_i`.
 #define BINE_IMPLEMENTATION
 #include "bine_lib.h"
 
@@ -30,12 +31,35 @@ struct Entry {
   const char* name;
   VFn fn;
   bool ordered;
+  int (*init)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm, bcc_plan*);  ///< <name>_init
+  int (*nb)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm, bcc_request*);  ///< <name>_i
 };
-#define RSV_ENTRY(f, op, sb) {#f, f, (op) != 0},
+#define RSV_ENTRY(f, op, sb) {#f, f, (op) != 0, f##_init, f##_i},
 const std::vector<Entry> kSchedules = {BCC_REDUCE_SCATTERV_SCHEDULES(RSV_ENTRY)};
 #undef RSV_ENTRY
 
 int g_rank = 0, g_p = 1, g_fail = 0, g_checks = 0;
+/// Which form every call goes through: 0 the plain `_v`, 1 the persistent `_v_init` (then
+/// bcc_plan_start twice, once for in-place calls, whose second start would reduce again,
+/// then bcc_plan_free), 2 the nonblocking `_v_i` (then bcc_wait).
+int g_form = 0;
+const char* const kFormName[] = {"", " (persistent)", " (nonblocking)"};
+
+int call(const Entry& e, const void* send, void* recv, const size_t* counts, MPI_Datatype t, MPI_Op op) {
+  if (g_form == 2) {
+    bcc_request rq = nullptr;
+    const int rc = e.nb(send, recv, counts, t, op, MPI_COMM_WORLD, &rq);
+    if (rc != MPI_SUCCESS) return rq == nullptr ? rc : MPI_ERR_OTHER;  // a refused start leaves no request
+    return bcc_wait(&rq);
+  }
+  if (g_form == 0) return e.fn(send, recv, counts, t, op, MPI_COMM_WORLD);
+  bcc_plan plan = nullptr;
+  int rc = e.init(send, recv, counts, t, op, MPI_COMM_WORLD, &plan);
+  if (rc != MPI_SUCCESS) return rc;
+  for (int k = 0; k < (send == MPI_IN_PLACE ? 1 : 2) && rc == MPI_SUCCESS; ++k) rc = bcc_plan_start(plan);
+  const int frc = bcc_plan_free(&plan);
+  return rc != MPI_SUCCESS ? rc : frc;
+}
 
 void expect(bool ok, const std::string& what) {
   ++g_checks;
@@ -66,7 +90,7 @@ std::vector<std::vector<size_t>> layouts() {
 }
 
 std::string label(const Entry& e, size_t layout, const char* what) {
-  return std::string(e.name) + " layout " + std::to_string(layout) + " " + what;
+  return std::string(e.name) + kFormName[g_form] + " layout " + std::to_string(layout) + " " + what;
 }
 
 void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
@@ -79,7 +103,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     std::vector<int> send(total), keep, got(mine + 1, -1), want(mine + 1, -1);
     for (size_t i = 0; i < total; ++i) send[i] = int(i * 7 + size_t(g_rank) * 1009) % 1000 - 500;
     keep = send;
-    const int rc = e.fn(send.data(), got.data(), counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    const int rc = call(e, send.data(), got.data(), counts.data(), MPI_INT, MPI_SUM);
     MPI_Reduce_scatter(send.data(), want.data(), icounts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     expect(rc == MPI_SUCCESS, label(e, li, "int sum: ") + bcc_last_error());
     expect(got == want, label(e, li, "int sum differs from MPI_Reduce_scatter"));
@@ -87,7 +111,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     // in place: the input in recvbuf, this rank's block left at its start
     std::vector<int> inplace = keep;
     inplace.resize(total + 1, -1);
-    const int rc2 = e.fn(MPI_IN_PLACE, inplace.data(), counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    const int rc2 = call(e, MPI_IN_PLACE, inplace.data(), counts.data(), MPI_INT, MPI_SUM);
     expect(rc2 == MPI_SUCCESS, label(e, li, "in place: ") + bcc_last_error());
     expect(std::equal(want.begin(), want.begin() + std::ptrdiff_t(mine), inplace.begin()),
            label(e, li, "in place differs from MPI_Reduce_scatter"));
@@ -98,7 +122,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     std::uniform_real_distribution<double> d(-1, 1);
     std::vector<double> send(total), got(mine), want(mine);
     for (double& x : send) x = d(gen);
-    const int rc = e.fn(send.data(), got.data(), counts.data(), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const int rc = call(e, send.data(), got.data(), counts.data(), MPI_DOUBLE, MPI_SUM);
     MPI_Reduce_scatter(send.data(), want.data(), icounts.data(), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     bool close = rc == MPI_SUCCESS;
     for (size_t i = 0; i < mine; ++i) close &= std::fabs(got[i] - want[i]) <= 1e-12 * (1 + std::fabs(want[i])) * g_p;
@@ -111,7 +135,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     MPI_Type_commit(&strided);
     std::vector<int> send(2 * total + 1), got(2 * mine + 1, -3), want(2 * mine + 1, -3);
     for (size_t i = 0; i < send.size(); ++i) send[i] = int(i) * 3 + g_rank;
-    const int rc = e.fn(send.data(), got.data(), counts.data(), strided, MPI_SUM, MPI_COMM_WORLD);
+    const int rc = call(e, send.data(), got.data(), counts.data(), strided, MPI_SUM);
     // The oracle on the packed elements (Open MPI refuses MPI_SUM on a derived type), spread
     // back to every other int; the ints between them stay untouched.
     std::vector<int> packed(total), pwant(mine + 1);
@@ -132,7 +156,7 @@ void run(const Entry& e, size_t li, const std::vector<size_t>& counts) {
     std::vector<uint32_t> send(4 * total), got(4 * mine, 9), want(4 * mine, 9);
     std::mt19937 gen(7u * unsigned(g_rank) + unsigned(li));
     for (uint32_t& x : send) x = gen() % 5;
-    const int rc = e.fn(send.data(), got.data(), counts.data(), mat, op, MPI_COMM_WORLD);
+    const int rc = call(e, send.data(), got.data(), counts.data(), mat, op);
     MPI_Reduce_scatter(send.data(), want.data(), icounts.data(), mat, op, MPI_COMM_WORLD);
     if (e.ordered) {
       expect(rc == MPI_SUCCESS && got == want, label(e, li, "matrix product differs from MPI_Reduce_scatter"));
@@ -156,9 +180,10 @@ int main(int argc, char** argv) {
   expect(kSchedules.size() >= 3, "fewer than 3 reduce_scatter schedules have a _v form");
   int calls = 0;
   const auto all = layouts();
-  for (const Entry& e : kSchedules) {
-    for (size_t li = 0; li < all.size(); ++li) run(e, li, all[li]), ++calls;
-  }
+  for (g_form = 0; g_form < 3; ++g_form)
+    for (const Entry& e : kSchedules)
+      for (size_t li = 0; li < all.size(); ++li) run(e, li, all[li]), ++calls;
+  g_form = 0;
   // A NULL count array is an error on every rank, not a crash.
   if (!kSchedules.empty()) {
     int x = 0;

@@ -73,10 +73,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "bine/blockset.hpp"
@@ -950,7 +952,7 @@ class BasicContext {
   /// and finish() stores them in `cache` if it succeeds. Call after begin_*, when the
   /// call is not finished().
   int plan(PlanCache& function_cache) {
-    if (no_plans_) {  // the irregular forms: the body builds and runs the rounds every call
+    if (no_plans_ && !own_plans_) {  // a plain irregular call: the body builds and runs the rounds every call
       pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);
       return MPI_SUCCESS;
     }
@@ -983,6 +985,24 @@ class BasicContext {
   /// read from or written to the user's buffers and nothing communicated. A persistent
   /// collective's _init builds its plan this way, so its starts only replay.
   void dry_run() { dry_ = true; }
+  /// What share_block_bytes() returns when post_block_bytes() made it post its broadcast.
+  static constexpr int kBlockBytesPosted = -0x5b1e;
+  /// Rooted irregular forms (gatherv, scatterv), before begin_*: the block sizes come from
+  /// `v` (p + 1 entries, as share_block_bytes() broadcasts them) instead of a broadcast.
+  void preset_block_bytes(const std::vector<uint64_t>* v) { preset_vbytes_ = v; }
+  /// Rooted irregular forms, before begin_*: begin_* checks the arguments up to the sizes'
+  /// broadcast, posts it into `v` (MPI_Ibcast, request to *rq) and returns kBlockBytesPosted.
+  void post_block_bytes(std::vector<uint64_t>* v, MPI_Request* rq) {
+    post_vbytes_ = v;
+    post_request_ = rq;
+  }
+  /// The block sizes a rooted irregular call shared (p + 1 entries; share_block_bytes()).
+  const std::vector<uint64_t>& block_bytes() const { return vbytes_; }
+  /// Takes over the failure another context of the same call described (its text is in
+  /// error_text()), so that result() keeps that text.
+  void adopt_failure() const { failed_ = true; }
+  /// True when fail() described this call's error (the text is in error_text()).
+  bool failed() const { return failed_; }
   /// Makes plan() look up and store plans in `cache` instead of the generated function's
   /// (a persistent collective's own, <prefix>plan). Call before the generated body runs.
   void use_plans(PlanCache& cache) { own_plans_ = &cache; }
@@ -1529,9 +1549,27 @@ class BasicContext {
   /// Every rank then sets voff_ (the prefix sums) and count_ the same way. A root that
   /// refused returns its own error; the other ranks then fail with MPI_ERR_OTHER instead of
   /// waiting for messages the root never sends.
+  ///
+  /// preset_block_bytes() skips the broadcast (the sizes a persistent plan's _init or a
+  /// nonblocking call's first phase shared); post_block_bytes() makes it post the
+  /// broadcast and return kBlockBytesPosted without waiting (nonblocking rooted forms).
   int share_block_bytes(int root_rc) {
-    vbytes_[0] = root_rc == MPI_SUCCESS ? 0 : 1;
-    if (size_ > 1) {
+    if (preset_vbytes_) {
+      if (preset_vbytes_->size() != vbytes_.size()) return fail(MPI_ERR_INTERN, "internal error: preset block sizes");
+      vbytes_ = *preset_vbytes_;
+    } else if (post_vbytes_) {
+      vbytes_[0] = root_rc == MPI_SUCCESS ? 0 : 1;
+      *post_vbytes_ = vbytes_;
+      *post_request_ = MPI_REQUEST_NULL;
+      if (size_ > 1) {
+        const int rc = MPI_Ibcast(post_vbytes_->data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, post_request_);
+        if (rc != MPI_SUCCESS) return rc;
+      }
+      return kBlockBytesPosted;
+    } else {
+      vbytes_[0] = root_rc == MPI_SUCCESS ? 0 : 1;
+    }
+    if (size_ > 1 && !preset_vbytes_) {
       MPI_Request rq = MPI_REQUEST_NULL;
       int rc = MPI_Ibcast(vbytes_.data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, &rq);
       if (rc != MPI_SUCCESS) return rc;
@@ -1937,6 +1975,9 @@ class BasicContext {
   const size_t* vcounts_ = nullptr;
   const size_t* vdispls_ = nullptr;
   std::vector<uint64_t> vbytes_;   ///< gatherv, scatterv: the root's block sizes, broadcast (share_block_bytes())
+  const std::vector<uint64_t>* preset_vbytes_ = nullptr;  ///< preset_block_bytes()
+  std::vector<uint64_t>* post_vbytes_ = nullptr;          ///< post_block_bytes()
+  MPI_Request* post_request_ = nullptr;
   void* out_ = nullptr;       ///< receives this rank's block at the end (scatter, reduce_scatter)
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
@@ -2015,11 +2056,59 @@ inline int nb_tag(MPI_Comm comm, int* tag) {
 /// round in flight) and, once done, its result. Made by a generated <name>_i function,
 /// advanced by nb_progress_all(), ended by nb_wait() / nb_test().
 struct NbCall {
-  explicit NbCall(const char* name) : cx(name) {}
+  explicit NbCall(const char* fn) : cx(fn), name(fn) {}
   Context cx;
   int rc = MPI_SUCCESS;
   bool done = false;
+  // The irregular forms (<name>_v_i, nb_start_irregular()): the block sizes are not in
+  // PlanKey, so the call plans into a cache of its own; a rooted one (gatherv, scatterv)
+  // first waits for the root's broadcast of the sizes.
+  const char* name;
+  PlanCache plans;                          ///< this call's own plan
+  std::function<int(Context&)> run;         ///< the generated form on the call's arguments
+  std::vector<uint64_t> sizes;              ///< rooted: the sizes the root broadcast (p + 1)
+  MPI_Request sizes_request = MPI_REQUEST_NULL;
+  bool sizes_pending = false;               ///< rooted: the broadcast is in flight
+  int tag = 0;
+  std::string error;  ///< the error text when the call failed in progress (nb_result())
 };
+
+/// Marks `c` done with its result; a failure's text (error_text() at that moment) is kept
+/// for nb_result(), since other calls may overwrite the thread's text before the wait.
+inline void nb_done(NbCall* c) {
+  c->done = true;
+  if (c->rc != MPI_SUCCESS && c->cx.failed()) c->error = error_text();
+}
+/// The result of a completed call for its test or wait: its code, and its error text
+/// restored as the thread's error_text().
+inline int nb_result(NbCall* c) {
+  if (c->rc != MPI_SUCCESS && !c->error.empty()) {
+    std::snprintf(error_text(), kErrorTextBytes, "%s", c->error.c_str());
+    return c->rc;
+  }
+  return c->cx.result(c->rc);
+}
+
+/// Runs an irregular call's plan and start (the sizes known): a dry run into the call's
+/// own cache (every check; the rounds planned), then the start on its tag. The result of
+/// the start, or the dry run's error (described in error_text(), kept by call.cx).
+inline int nb_plan_and_start(NbCall* c) {
+  Context d(c->name);
+  d.dry_run();
+  d.use_plans(c->plans);
+  if (!c->sizes.empty()) d.preset_block_bytes(&c->sizes);
+  int rc = c->run(d);
+  if (rc != MPI_SUCCESS) {
+    d.result(rc);
+    c->cx.adopt_failure();
+    return rc;
+  }
+  c->cx.use_plans(c->plans);
+  if (!c->sizes.empty()) c->cx.preset_block_bytes(&c->sizes);
+  c->cx.start_nonblocking(c->tag);
+  return c->run(c->cx);
+}
+
 
 /// The nonblocking calls in flight in this process, and the lock under which they are
 /// advanced (a call's context is only touched with it held, from any thread).
@@ -2034,13 +2123,25 @@ struct NbRegistry {
 };
 
 /// Advances every call in flight by one pass of progress() (requires the registry's lock).
+/// A rooted irregular call whose sizes' broadcast has completed is planned and started here.
 inline void nb_progress_locked(NbRegistry& g) {
   for (size_t i = 0; i < g.live.size();) {
     NbCall* c = g.live[i];
     bool done = false;
-    c->rc = c->cx.progress(&done);
+    if (c->sizes_pending) {
+      int flag = 0;
+      c->rc = MPI_Test(&c->sizes_request, &flag, MPI_STATUS_IGNORE);
+      if (c->rc == MPI_SUCCESS && !flag) {
+        ++i;
+        continue;
+      }
+      c->sizes_pending = false;
+      c->sizes_request = MPI_REQUEST_NULL;
+      if (c->rc == MPI_SUCCESS) c->rc = nb_plan_and_start(c);
+    }
+    if (c->rc == MPI_SUCCESS) c->rc = c->cx.progress(&done);
     if (done || c->rc != MPI_SUCCESS) {
-      c->done = true;
+      nb_done(c);
       g.live.erase(g.live.begin() + long(i));
     } else {
       ++i;
@@ -2061,7 +2162,7 @@ inline void nb_progress_others() {
 inline void nb_register(NbCall* c, int started) {
   if (started != MPI_SUCCESS) {
     c->rc = started;
-    c->done = true;
+    nb_done(c);
     return;
   }
   NbRegistry& g = NbRegistry::get();
@@ -2069,11 +2170,43 @@ inline void nb_register(NbCall* c, int started) {
   bool done = false;
   c->rc = c->cx.progress(&done);  // posts the first round at once
   if (done || c->rc != MPI_SUCCESS) {
-    c->done = true;
+    nb_done(c);
     return;
   }
   g.live.push_back(c);
   g.count.store(g.live.size(), std::memory_order_relaxed);
+}
+
+/// Starts an irregular nonblocking call (<name>_v_i; c->run and c->tag set). A form
+/// whose ranks all know the block sizes (allgatherv, reduce_scatterv) is planned and
+/// started at once: its errors return here, and the request is not made. A rooted one
+/// (gatherv, scatterv) checks what it can before the sizes' broadcast, posts it and is
+/// registered; the plan and start follow when the broadcast completes (a test or wait), so
+/// the root's argument errors (broadcast to all ranks) return from the wait. Returns
+/// MPI_SUCCESS when the request is made (its result comes from the wait).
+inline int nb_start_irregular(NbCall* c, bool rooted) {
+  if (!rooted) {
+    Context d(c->name);  // the errors of the call itself return at once, as from _i forms
+    d.dry_run();
+    d.use_plans(c->plans);
+    const int rc = c->run(d);
+    if (rc != MPI_SUCCESS) return d.result(rc);
+    c->cx.use_plans(c->plans);
+    c->cx.start_nonblocking(c->tag);
+    nb_register(c, c->run(c->cx));
+    return MPI_SUCCESS;
+  }
+  Context s(c->name);
+  s.post_block_bytes(&c->sizes, &c->sizes_request);
+  const int rc = c->run(s);
+  if (rc != Context::kBlockBytesPosted) return s.result(rc == MPI_SUCCESS ? MPI_ERR_INTERN : rc);  // before the broadcast
+  c->sizes_pending = true;
+  NbRegistry& g = NbRegistry::get();
+  std::lock_guard<std::mutex> hold(g.lock);
+  g.live.push_back(c);
+  g.count.store(g.live.size(), std::memory_order_relaxed);
+  nb_progress_locked(g);
+  return MPI_SUCCESS;
 }
 
 /// *flag = 1 when `c` is done (after one pass over every call in flight: waiting on one
