@@ -27,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -37,6 +38,9 @@
 
 #include <nlohmann/json.hpp>
 
+// The runtime's own completion and collective calls (MPI_Testall, MPI_Ibcast, ...) go to
+// PMPI_ directly: this library's interceptors must not see them (they would re-enter it).
+#define BINE_MPI_CALL(f) PMPI_##f
 #define BINE_IMPLEMENTATION
 #include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
@@ -101,8 +105,20 @@ const bine::mpi::AllgathervFn kFnAllgatherVList[] = {BCC_ALLGATHERV_SCHEDULES(BI
 #define BINE_PMPI_NAME(f, op, sb) #f,
 const char* const kNameReduceScatterV[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 const char* const kNameAllgatherV[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
+const char* const kNameGatherV[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
+const char* const kNameScatterV[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 #undef BINE_PMPI_NAME
 const bine::mpi::ReduceScatterVFn kFnReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
+/// gather's and scatter's irregular forms (MPI_Gatherv, MPI_Scatterv).
+const bine::mpi::GathervFn kFnGatherVList[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_FN) nullptr};
+const bine::mpi::ScattervFn kFnScatterVList[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
+/// The irregular forms' nonblocking functions (`<schedule>_v_i`), in registry order.
+#define BINE_PMPI_VNB(f, op, sb) f##_i,
+const bine::mpi::VNb<bcc_request>::ReduceScatter kNbReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
+const bine::mpi::VNb<bcc_request>::Allgather kNbAllgatherVList[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
+const bine::mpi::VNb<bcc_request>::Gather kNbGatherVList[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
+const bine::mpi::VNb<bcc_request>::Scatter kNbScatterVList[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
+#undef BINE_PMPI_VNB
 #undef BINE_PMPI_INFO
 #undef BINE_PMPI_FN
 
@@ -133,6 +149,14 @@ const VForms<bine::mpi::ReduceScatterVFn>& reduce_scatter_v() {
 }
 const VForms<bine::mpi::AllgathervFn>& allgather_v() {
   static const VForms<bine::mpi::AllgathervFn> v(kInfoAllgather, kNameAllgatherV, kFnAllgatherVList);
+  return v;
+}
+const VForms<bine::mpi::GathervFn>& gather_v() {
+  static const VForms<bine::mpi::GathervFn> v(kInfoGather, kNameGatherV, kFnGatherVList);
+  return v;
+}
+const VForms<bine::mpi::ScattervFn>& scatter_v() {
+  static const VForms<bine::mpi::ScattervFn> v(kInfoScatter, kNameScatterV, kFnScatterVList);
   return v;
 }
 
@@ -514,19 +538,218 @@ int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_
   return p;
 }
 
+// ---------------------------------------------------------------------------------------
+// Nonblocking collectives (MPI_Iallreduce, ...; issue 21): the generated `_i` forms behind
+// MPI generalized requests. MPI has no progress hook for a generalized request, so this
+// library also intercepts MPI_Wait / MPI_Test and their -all / -any / -some forms: while
+// calls of ours are in flight they poll, advancing every call in flight (bcc_test) and
+// completing (MPI_Grequest_complete) the requests whose call has finished, between
+// PMPI_Test* calls on the application's requests. A wait on any request, ours or not,
+// therefore advances ours, as MPI's own progress engine would.
+
+/// One nonblocking call of ours: the generated request, its result, and the size_t copies
+/// of the count and displacement arrays that must live until it completes.
+struct NbState {
+  bcc_request rq = nullptr;
+  int rc = MPI_SUCCESS;
+  std::vector<size_t> counts, displs;
+};
+
+/// The generalized requests of ours not yet completed, by handle.
+struct NbTable {
+  std::mutex lock;
+  std::map<MPI_Request, NbState*> live;
+  std::atomic<size_t> count{0};
+};
+NbTable& nb_table() {
+  static NbTable t;
+  return t;
+}
+
+int nb_query(void* extra, MPI_Status* status) {
+  if (status != MPI_STATUS_IGNORE) {
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    status->MPI_ERROR = static_cast<NbState*>(extra)->rc;
+  }
+  return static_cast<NbState*>(extra)->rc;
+}
+int nb_free(void* extra) {
+  delete static_cast<NbState*>(extra);
+  return MPI_SUCCESS;
+}
+int nb_cancel(void*, int) { return MPI_SUCCESS; }  // a collective cannot be cancelled
+
+/// Advances our calls in flight and completes the generalized requests of those finished.
+void nb_drive() {
+  NbTable& t = nb_table();
+  if (t.count.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> hold(t.lock);
+  for (auto it = t.live.begin(); it != t.live.end();) {
+    int flag = 0;
+    const int rc = bcc_test(&it->second->rq, &flag);
+    if (!flag) {
+      ++it;
+      continue;
+    }
+    it->second->rc = rc;
+    PMPI_Grequest_complete(it->first);
+    it = t.live.erase(it);
+  }
+  t.count.store(t.live.size(), std::memory_order_relaxed);
+}
+
+/// True when a wait must poll: calls of ours (or of the generated header) are in flight.
+bool nb_polling() { return nb_table().count.load(std::memory_order_relaxed) > 0 || bine::mpi::nb_any_live(); }
+
+/// Starts a nonblocking call of ours: `start(&state->rq)` runs the generated `_i` form;
+/// on success *request becomes a generalized request that completes with the call. An
+/// error of the start goes to the communicator's error handler; *request is then
+/// MPI_REQUEST_NULL and `st` freed.
+template <class Start>
+int nb_launch(MPI_Comm comm, MPI_Request* request, NbState* st, Start&& start) {
+  *request = MPI_REQUEST_NULL;
+  int rc = start(&st->rq);
+  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(nb_query, nb_free, nb_cancel, st, request);
+  else {
+    delete st;
+    return finish(comm, rc);
+  }
+  if (rc != MPI_SUCCESS) {
+    bcc_wait(&st->rq);
+    delete st;
+    return finish(comm, rc);
+  }
+  NbTable& t = nb_table();
+  std::lock_guard<std::mutex> hold(t.lock);
+  t.live[*request] = st;
+  t.count.store(t.live.size(), std::memory_order_relaxed);
+  return MPI_SUCCESS;
+}
+
+/// The size_t copy of an int array of n entries into `out` (held by a nonblocking call).
+const size_t* keep_size_t(std::vector<size_t>& out, const int* a, int n) {
+  if (!a) return nullptr;
+  out.assign(a, a + n);
+  return out.data();
+}
+
+/// The generated functions of a collective, blocking and nonblocking, and the PMPI_
+/// fallbacks of both.
+using ReduceAllNbFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm, bcc_request*);
+using BcastNbFn = int (*)(void*, size_t, MPI_Datatype, int, MPI_Comm, bcc_request*);
+using ReduceNbFn = int (*)(const void*, void*, size_t, MPI_Datatype, MPI_Op, int, MPI_Comm, bcc_request*);
+using BlocksNbFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, MPI_Comm, bcc_request*);
+using RootedBlocksNbFn = int (*)(const void*, size_t, MPI_Datatype, void*, size_t, MPI_Datatype, int, MPI_Comm,
+                                 bcc_request*);
+using BarrierNbFn = int (*)(MPI_Comm, bcc_request*);
+#define BINE_PMPI_NB(f, op, sb) f##_i,
+const ReduceAllNbFn kNbAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_NB) nullptr};
+const BcastNbFn kNbBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_NB) nullptr};
+const ReduceNbFn kNbReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_NB) nullptr};
+const BlocksNbFn kNbAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_PMPI_NB) nullptr};
+const RootedBlocksNbFn kNbGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_NB) nullptr};
+const RootedBlocksNbFn kNbScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_NB) nullptr};
+const ReduceAllNbFn kNbReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_NB) nullptr};
+const BlocksNbFn kNbAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_NB) nullptr};
+const ReduceAllNbFn kNbScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_NB) nullptr};
+const ReduceAllNbFn kNbExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_NB) nullptr};
+const BarrierNbFn kNbBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_NB) nullptr};
+#undef BINE_PMPI_NB
+
+/// The irregular forms' nonblocking functions (`<schedule>_v_i`), parallel to VForms::fn.
+template <class NbFn>
+std::vector<NbFn> v_nb(const Info* info, const char* const* vnames, const NbFn* vfns) {
+  size_t n = 0;
+  while (info[n].name) ++n;
+  std::vector<NbFn> out(n, nullptr);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; vnames[k]; ++k)
+      if (std::string(vnames[k]) == std::string(info[i].name) + "_v") out[i] = vfns[k];
+  return out;
+}
+
 /// MPI_Allreduce, MPI_Scan, MPI_Exscan and MPI_Reduce_scatter_block (the same arguments;
-/// `count` elements per vector, per block for the last): the schedule of collective c from
-/// `fns`, or `fallback` (the PMPI_ function).
+/// `count` elements per vector, per block for the last), blocking (`request` null) or
+/// nonblocking: the schedule of collective c from `fns` / `nbs`, or the PMPI_ function
+/// (`fallback` / `nb_fallback`).
 int vector_reduction(Coll c, const ReduceAllFn* fns, int (*fallback)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm),
-                     const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+                     const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                     const ReduceAllNbFn* nbs = nullptr,
+                     int (*nb_fallback)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*) = nullptr,
+                     MPI_Request* request = nullptr) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
   bool cm = true;
   MPI_Comm pc = MPI_COMM_NULL;
-  const int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  if (nb_fallback && !request) p = -1, why = kInvalidArgs;
   const int i = decide(c, comm, p, bytes, cm, why, &pc);
+  if (nb_fallback) {
+    if (i < 0) return nb_fallback(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+      return nbs[i](sendbuf, recvbuf, size_t(count), datatype, op, pc, q);
+    });
+  }
   if (i < 0) return fallback(sendbuf, recvbuf, count, datatype, op, comm);
   return finish(comm, fns[i](sendbuf, recvbuf, size_t(count), datatype, op, pc));
+}
+
+/// Whether the table's choice for collective c can depend on the message size (a rule with
+/// a byte range; a forced schedule does not).
+bool depends_on_bytes(Coll c) {
+  if (g.forced[c] >= 0) return false;
+  for (const Rule& r : g.rules[c])
+    if (r.bytes_min > 0 || r.bytes_max != std::numeric_limits<uint64_t>::max()) return true;
+  return false;
+}
+
+/// The decision of MPI_Gatherv / MPI_Scatterv (and their I forms), where only the root
+/// knows the block sizes. When the table's choice cannot depend on the bytes, every rank
+/// decides from p alone and the generated `_v` form checks the arguments (the root's
+/// reach every rank through its own broadcast of the sizes), so no root-only condition
+/// (zero bytes, a non-contiguous type) sends a call to MPI. Otherwise the blocking forms
+/// first broadcast, from the root, whether it accepts its arguments and the mean block
+/// (one PMPI_Bcast of 2 integers on `comm`), and every rank decides from that; the
+/// nonblocking forms, which must not wait, leave such calls to MPI.
+int decide_rooted_v(Coll c, MPI_Comm comm, int p, int root, bool nonblocking, Reason root_why, uint64_t root_bytes,
+                    const bool* usable, MPI_Comm* pc) {
+  load_config();
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 1;
+  if (p > 0 && depends_on_bytes(c)) {
+    if (nonblocking) {
+      p = -1, why = kNoRule;
+    } else {
+      int rank = -1;
+      uint64_t v[2] = {root_why == kNumReasons ? 0 : uint64_t(root_why) + 1, root_bytes};
+      if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Bcast(v, 2, MPI_UINT64_T, root, comm) != MPI_SUCCESS)
+        p = -1;
+      else if (v[0] != 0)
+        p = -1, why = Reason(v[0] - 1);
+      else
+        bytes = std::max<uint64_t>(1, v[1] / uint64_t(p));
+    }
+  }
+  return decide(c, comm, p, bytes, true, why, pc, usable);
+}
+
+/// The root's side of a rooted irregular call for decide_rooted_v(): kNumReasons when it
+/// accepts its arguments (else why not), the mean block in *bytes.
+Reason rooted_v_root(const int* counts, const int* displs, MPI_Datatype type, int p, uint64_t* bytes) {
+  if (!counts || !displs) return kInvalidArgs;
+  int size = 0;
+  if (!contiguous(type, &size)) return kNoncontig;
+  uint64_t total = 0;
+  for (int i = 0; i < p; ++i) {
+    if (counts[i] < 0 || displs[i] < 0) return kInvalidArgs;
+    total += uint64_t(counts[i]);
+  }
+  if (total == 0) return kEmpty;
+  *bytes = total * uint64_t(size) / uint64_t(p);
+  return kNumReasons;
 }
 
 void print_report() {
@@ -590,15 +813,33 @@ int MPI_Finalize(void) {
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return vector_reduction(kAllreduce, kFnAllreduce, PMPI_Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
 }
+/// MPI_Iallreduce through the selected schedule's `_i` form, or PMPI_Iallreduce.
+int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   MPI_Request* request) {
+  return vector_reduction(kAllreduce, kFnAllreduce, PMPI_Allreduce, sendbuf, recvbuf, count, datatype, op, comm,
+                          kNbAllreduce, PMPI_Iallreduce, request);
+}
 
 /// MPI_Scan through the selected schedule, or PMPI_Scan.
 int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return vector_reduction(kScan, kFnScan, PMPI_Scan, sendbuf, recvbuf, count, datatype, op, comm);
 }
+/// MPI_Iscan through the selected schedule's `_i` form, or PMPI_Iscan.
+int MPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+              MPI_Request* request) {
+  return vector_reduction(kScan, kFnScan, PMPI_Scan, sendbuf, recvbuf, count, datatype, op, comm, kNbScan, PMPI_Iscan,
+                          request);
+}
 
 /// MPI_Exscan through the selected schedule, or PMPI_Exscan.
 int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return vector_reduction(kExscan, kFnExscan, PMPI_Exscan, sendbuf, recvbuf, count, datatype, op, comm);
+}
+/// MPI_Iexscan through the selected schedule's `_i` form, or PMPI_Iexscan.
+int MPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                MPI_Request* request) {
+  return vector_reduction(kExscan, kFnExscan, PMPI_Exscan, sendbuf, recvbuf, count, datatype, op, comm, kNbExscan,
+                          PMPI_Iexscan, request);
 }
 
 /// MPI_Barrier through the selected schedule (zero-byte messages on the private
@@ -611,33 +852,73 @@ int MPI_Barrier(MPI_Comm comm) {
   if (i < 0) return PMPI_Barrier(comm);
   return finish(comm, kFnBarrier[i](pc));
 }
+/// MPI_Ibarrier through the selected schedule's `_i` form, or PMPI_Ibarrier.
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  Reason why = kInvalidArgs;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int p = comm_size(comm, &why);
+  if (!request) p = -1, why = kInvalidArgs;
+  const int i = decide(kBarrier, comm, p, 0, true, why, &pc);
+  if (i < 0) return PMPI_Ibarrier(comm, request);
+  return nb_launch(comm, request, new NbState, [&](bcc_request* q) { return kNbBarrier[i](pc, q); });
+}
 
-/// MPI_Bcast through the selected schedule, or PMPI_Bcast.
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+/// MPI_Bcast / MPI_Ibcast (request non-null) through the selected schedule, or PMPI_.
+int bcast_impl(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request,
+               bool nonblocking) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
   MPI_Comm pc = MPI_COMM_NULL;
   int p = comm_size(comm, &why), size = 0;
-  if (p > 0 && (count < 0 || root < 0 || root >= p)) p = -1, why = kInvalidArgs;
+  if (p > 0 && (count < 0 || root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
   if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
   if (p > 0) bytes = uint64_t(count) * uint64_t(size);
   const int i = decide(kBcast, comm, p, bytes, true, why, &pc);
+  if (nonblocking) {
+    if (i < 0) return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    return nb_launch(comm, request, new NbState,
+                     [&](bcc_request* q) { return kNbBcast[i](buffer, size_t(count), datatype, root, pc, q); });
+  }
   if (i < 0) return PMPI_Bcast(buffer, count, datatype, root, comm);
   return finish(comm, kFnBcast[i](buffer, size_t(count), datatype, root, pc));
 }
+/// MPI_Bcast through the selected schedule, or PMPI_Bcast.
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  return bcast_impl(buffer, count, datatype, root, comm, nullptr, false);
+}
+/// MPI_Ibcast through the selected schedule's `_i` form, or PMPI_Ibcast.
+int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
+  return bcast_impl(buffer, count, datatype, root, comm, request, true);
+}
 
-/// MPI_Reduce through the selected schedule, or PMPI_Reduce.
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-               MPI_Comm comm) {
+/// MPI_Reduce / MPI_Ireduce through the selected schedule, or PMPI_.
+int reduce_impl(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request* request, bool nonblocking) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
   bool cm = true;
   MPI_Comm pc = MPI_COMM_NULL;
   int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
-  if (p > 0 && (root < 0 || root >= p)) p = -1, why = kInvalidArgs;
+  if (p > 0 && (root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
   const int i = decide(kReduce, comm, p, bytes, cm, why, &pc);
+  if (nonblocking) {
+    if (i < 0) return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+      return kNbReduce[i](sendbuf, recvbuf, size_t(count), datatype, op, root, pc, q);
+    });
+  }
   if (i < 0) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   return finish(comm, kFnReduce[i](sendbuf, recvbuf, size_t(count), datatype, op, root, pc));
+}
+/// MPI_Reduce through the selected schedule, or PMPI_Reduce.
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+               MPI_Comm comm) {
+  return reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr, false);
+}
+/// MPI_Ireduce through the selected schedule's `_i` form, or PMPI_Ireduce.
+int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request* request) {
+  return reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, request, true);
 }
 
 /// MPI_Reduce_scatter_block through the selected schedule, or PMPI_Reduce_scatter_block.
@@ -646,18 +927,25 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
   return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcount, datatype,
                           op, comm);
 }
+/// MPI_Ireduce_scatter_block through the selected schedule's `_i` form, or its PMPI_.
+int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm, MPI_Request* request) {
+  return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf, recvcount,
+                          datatype, op, comm, kNbReduceScatter, PMPI_Ireduce_scatter_block, request);
+}
 
-/// MPI_Reduce_scatter (issue 21): with every recvcounts[i] equal it is
-/// MPI_Reduce_scatter_block (same buffers, same MPI_IN_PLACE meaning: the input in recvbuf,
-/// the rank's block left at its start), served by the reduce_scatter_block rules; with
-/// unequal counts the same rules choose among the schedules that have an irregular form
-/// (`<schedule>_v`), with bytes = the mean block (the sum of the counts x the type size / p).
-/// Both are counted under reduce_scatter_block. A fallback goes to PMPI_Reduce_scatter.
-int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm) {
+/// MPI_Reduce_scatter / MPI_Ireduce_scatter (issue 21): with every recvcounts[i] equal it
+/// is MPI_Reduce_scatter_block (same buffers, same MPI_IN_PLACE meaning: the input in
+/// recvbuf, the rank's block left at its start), served by the reduce_scatter_block rules;
+/// with unequal counts the same rules choose among the schedules that have an irregular
+/// form (`<schedule>_v`, `<schedule>_v_i`), with bytes = the mean block (the sum of the
+/// counts x the type size / p). Both are counted under reduce_scatter_block. A fallback
+/// goes to PMPI_Reduce_scatter / PMPI_Ireduce_scatter.
+int reduce_scatter_impl(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                        MPI_Comm comm, MPI_Request* request, bool nonblocking) {
   Reason why = kInvalidArgs;
   int p = comm_size(comm, &why);
-  if (p > 0 && !recvcounts) p = -1, why = kInvalidArgs;
+  if (p > 0 && (!recvcounts || (nonblocking && !request))) p = -1, why = kInvalidArgs;
   bool equal = true;
   uint64_t total = 0;
   for (int i = 0; i < p; ++i) {
@@ -669,8 +957,11 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
     total += uint64_t(recvcounts[i]);
   }
   if (p > 0 && equal)
-    return vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf,
-                            recvcounts[0], datatype, op, comm);
+    return nonblocking ? vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf,
+                                          recvcounts[0], datatype, op, comm, kNbReduceScatter,
+                                          PMPI_Ireduce_scatter_block, request)
+                       : vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf,
+                                          recvcounts[0], datatype, op, comm);
   bool cm = true;
   int size = 0;
   if (p > 0 && !op_ok(op, &cm)) p = -1, why = kInvalidArgs;
@@ -681,20 +972,38 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
   // Zero bytes in all: MPI's (as the other collectives); a mean below one byte still runs.
   if (p > 0 && total == 0) p = -1, why = kEmpty;
   const int i = decide(kReduceScatter, comm, p, bytes == 0 ? 1 : bytes, cm, why, &pc, v.usable.get());
+  if (nonblocking) {
+    if (i < 0) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    static const auto nbs = v_nb(kInfoReduceScatter, kNameReduceScatterV, kNbReduceScatterVList);
+    auto* st = new NbState;
+    return nb_launch(comm, request, st, [&](bcc_request* q) {
+      return nbs[size_t(i)](sendbuf, recvbuf, keep_size_t(st->counts, recvcounts, p), datatype, op, pc, q);
+    });
+  }
   if (i < 0) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
   return finish(comm, v.fn[size_t(i)](sendbuf, recvbuf, as_size_t(recvcounts, p, 0), datatype, op, pc));
 }
+/// MPI_Reduce_scatter (see reduce_scatter_impl).
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm) {
+  return reduce_scatter_impl(sendbuf, recvbuf, recvcounts, datatype, op, comm, nullptr, false);
+}
+/// MPI_Ireduce_scatter (see reduce_scatter_impl).
+int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                        MPI_Comm comm, MPI_Request* request) {
+  return reduce_scatter_impl(sendbuf, recvbuf, recvcounts, datatype, op, comm, request, true);
+}
 
-/// MPI_Allgatherv (issue 21) through the allgather rules, choosing among the schedules that
-/// have an irregular form (`<schedule>_v`), bytes = the mean block (the sum of the counts x
-/// the receive type's size / p; every rank passes the same counts); counted under
-/// allgather. Non-contiguous types, all counts zero, or no usable schedule:
-/// PMPI_Allgatherv. With MPI_IN_PLACE the rank's block is already at displs[rank].
-int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+/// MPI_Allgatherv / MPI_Iallgatherv (issue 21) through the allgather rules, choosing among
+/// the schedules that have an irregular form (`<schedule>_v`, `<schedule>_v_i`), bytes =
+/// the mean block (the sum of the counts x the receive type's size / p; every rank passes
+/// the same counts); counted under allgather. Non-contiguous types, all counts zero, or no
+/// usable schedule: PMPI_. With MPI_IN_PLACE the rank's block is already at displs[rank].
+int allgatherv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, bool nonblocking) {
   Reason why = kInvalidArgs;
   int p = comm_size(comm, &why), rsize = 0, ssize = 0;
-  if (p > 0 && (!recvcounts || !displs)) p = -1, why = kInvalidArgs;
+  if (p > 0 && (!recvcounts || !displs || (nonblocking && !request))) p = -1, why = kInvalidArgs;
   uint64_t total = 0;
   for (int i = 0; i < p; ++i) {
     if (recvcounts[i] < 0 || displs[i] < 0) {
@@ -711,79 +1020,288 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
   MPI_Comm pc = MPI_COMM_NULL;
   const auto& v = allgather_v();
   const int i = decide(kAllgather, comm, p, bytes, true, why, &pc, v.usable.get());
+  const size_t sc = size_t(sendbuf == MPI_IN_PLACE ? 0 : sendcount);
+  if (nonblocking) {
+    if (i < 0) return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    static const auto nbs = v_nb(kInfoAllgather, kNameAllgatherV, kNbAllgatherVList);
+    auto* st = new NbState;
+    return nb_launch(comm, request, st, [&](bcc_request* q) {
+      return nbs[size_t(i)](sendbuf, sc, sendtype, recvbuf, keep_size_t(st->counts, recvcounts, p),
+                            keep_size_t(st->displs, displs, p), recvtype, pc, q);
+    });
+  }
   if (i < 0) return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-  return finish(comm, v.fn[size_t(i)](sendbuf, size_t(sendbuf == MPI_IN_PLACE ? 0 : sendcount), sendtype, recvbuf,
-                                      as_size_t(recvcounts, p, 0), as_size_t(displs, p, 1), recvtype, pc));
+  return finish(comm, v.fn[size_t(i)](sendbuf, sc, sendtype, recvbuf, as_size_t(recvcounts, p, 0),
+                                      as_size_t(displs, p, 1), recvtype, pc));
+}
+/// MPI_Allgatherv (see allgatherv_impl).
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return allgatherv_impl(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, nullptr, false);
+}
+/// MPI_Iallgatherv (see allgatherv_impl).
+int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return allgatherv_impl(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request, true);
 }
 
-/// MPI_Allgather through the selected schedule, or PMPI_Allgather. With MPI_IN_PLACE the
-/// (ignored) send count and type are taken from the receive side.
+/// MPI_Allgather / MPI_Alltoall and their I forms (collective c) through the selected
+/// schedule, or PMPI_. With MPI_IN_PLACE the (ignored) send count and type are taken from
+/// the receive side.
+int blocks_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, bool nonblocking) {
+  Reason why = kInvalidArgs;
+  uint64_t bytes = 0;
+  MPI_Comm pc = MPI_COMM_NULL;
+  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
+  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+  int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
+  if (p > 0 && nonblocking && !request) p = -1, why = kInvalidArgs;
+  const int i = decide(c, comm, p, bytes, true, why, &pc);
+  const bool a2a = c == kAlltoall;
+  if (nonblocking) {
+    if (i < 0)
+      return a2a ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+                 : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+      return (a2a ? kNbAlltoall : kNbAllgather)[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc, q);
+    });
+  }
+  if (i < 0)
+    return a2a ? PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+               : PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  return finish(comm, (a2a ? kFnAlltoall : kFnAllgather)[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount),
+                                                            recvtype, pc));
+}
+/// MPI_Allgather through the selected schedule, or PMPI_Allgather.
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
-  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
-  const int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
-  const int i = decide(kAllgather, comm, p, bytes, true, why, &pc);
-  if (i < 0) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return finish(comm, kFnAllgather[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc));
+  return blocks_impl(kAllgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, nullptr, false);
 }
-
-/// MPI_Alltoall through the selected schedule, or PMPI_Alltoall (MPI_IN_PLACE as allgather).
+/// MPI_Iallgather through the selected schedule's `_i` form, or PMPI_Iallgather.
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return blocks_impl(kAllgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, true);
+}
+/// MPI_Alltoall through the selected schedule, or PMPI_Alltoall.
 int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm) {
+  return blocks_impl(kAlltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, nullptr, false);
+}
+/// MPI_Ialltoall through the selected schedule's `_i` form, or PMPI_Ialltoall.
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return blocks_impl(kAlltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request, true);
+}
+
+/// MPI_Gather / MPI_Scatter and their I forms (collective c) through the selected
+/// schedule, or PMPI_. The arguments MPI ignores (gather: the receive side off the root,
+/// the send side with MPI_IN_PLACE at the root; scatter: the send side off the root, the
+/// receive side with MPI_IN_PLACE at the root) are replaced by the significant side, so
+/// every rank decides from the same block size.
+int rooted_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request, bool nonblocking) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
   MPI_Comm pc = MPI_COMM_NULL;
-  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
-  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
-  const int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
-  const int i = decide(kAlltoall, comm, p, bytes, true, why, &pc);
-  if (i < 0) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return finish(comm, kFnAlltoall[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc));
+  int rank = -1;
+  const bool gather = c == kGather;
+  int p = comm_size(comm, &why);
+  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || (nonblocking && !request)))
+    p = -1, why = kInvalidArgs;
+  int sc = sendcount, rc = recvcount;
+  MPI_Datatype st = sendtype, rt = recvtype;
+  if (gather) {
+    if (p > 0 && rank == root && sendbuf == MPI_IN_PLACE) sc = recvcount, st = recvtype;
+    if (p > 0 && rank != root) rc = sendcount, rt = sendtype;
+  } else {
+    if (p > 0 && rank == root && recvbuf == MPI_IN_PLACE) rc = sendcount, rt = sendtype;
+    if (p > 0 && rank != root) sc = recvcount, st = recvtype;
+  }
+  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, gather);
+  const int i = decide(c, comm, p, bytes, true, why, &pc);
+  if (nonblocking) {
+    if (i < 0)
+      return gather ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                    : PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+      return (gather ? kNbGather : kNbScatter)[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc, q);
+    });
+  }
+  if (i < 0)
+    return gather ? PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+                  : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  return finish(comm, (gather ? kFnGather : kFnScatter)[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc));
 }
-
-/// MPI_Gather through the selected schedule, or PMPI_Gather. The arguments MPI ignores (the
-/// receive side off the root, the send side with MPI_IN_PLACE at the root) are replaced by the
-/// significant side, so every rank decides from the same block size.
+/// MPI_Gather through the selected schedule, or PMPI_Gather.
 int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int rank = -1;
-  int p = comm_size(comm, &why);
-  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)) p = -1, why = kInvalidArgs;
-  int sc = sendcount, rc = recvcount;
-  MPI_Datatype st = sendtype, rt = recvtype;
-  if (p > 0 && rank == root && sendbuf == MPI_IN_PLACE) sc = recvcount, st = recvtype;
-  if (p > 0 && rank != root) rc = sendcount, rt = sendtype;
-  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, true);
-  const int i = decide(kGather, comm, p, bytes, true, why, &pc);
-  if (i < 0) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  return finish(comm, kFnGather[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc));
+  return rooted_impl(kGather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr, false);
 }
-
-/// MPI_Scatter through the selected schedule, or PMPI_Scatter (ignored arguments replaced as
-/// for MPI_Gather: the send side off the root, the receive side with MPI_IN_PLACE at the root).
+/// MPI_Igather through the selected schedule's `_i` form, or PMPI_Igather.
+int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return rooted_impl(kGather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, true);
+}
+/// MPI_Scatter through the selected schedule, or PMPI_Scatter.
 int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return rooted_impl(kScatter, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr, false);
+}
+/// MPI_Iscatter through the selected schedule's `_i` form, or PMPI_Iscatter.
+int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return rooted_impl(kScatter, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request, true);
+}
+
+/// MPI_Gatherv / MPI_Igatherv (issue 21) through the gather rules, choosing among the
+/// schedules that have an irregular form; the decision is decide_rooted_v()'s (only the
+/// root knows the counts). Counted under gather.
+int gatherv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request,
+                 bool nonblocking) {
   Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
   int rank = -1;
   int p = comm_size(comm, &why);
-  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)) p = -1, why = kInvalidArgs;
-  int sc = sendcount, rc = recvcount;
-  MPI_Datatype st = sendtype, rt = recvtype;
-  if (p > 0 && rank == root && recvbuf == MPI_IN_PLACE) rc = sendcount, rt = sendtype;
-  if (p > 0 && rank != root) sc = recvcount, st = recvtype;
-  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, false);
-  const int i = decide(kScatter, comm, p, bytes, true, why, &pc);
-  if (i < 0) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  return finish(comm, kFnScatter[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc));
+  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || (nonblocking && !request)))
+    p = -1;
+  uint64_t root_bytes = 0;
+  const Reason root_why = p > 0 && rank == root ? rooted_v_root(recvcounts, displs, recvtype, p, &root_bytes) : kNumReasons;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const auto& v = gather_v();
+  const int i = decide_rooted_v(kGather, comm, p, root, nonblocking, root_why, root_bytes, v.usable.get(), &pc);
+  const bool at_root = rank == root;
+  const size_t sc = size_t(sendbuf == MPI_IN_PLACE || sendcount < 0 ? 0 : sendcount);
+  if (nonblocking) {
+    if (i < 0)
+      return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    static const auto nbs = v_nb(kInfoGather, kNameGatherV, kNbGatherVList);
+    auto* st = new NbState;
+    return nb_launch(comm, request, st, [&](bcc_request* q) {
+      return nbs[size_t(i)](sendbuf, sc, sendtype, recvbuf, at_root ? keep_size_t(st->counts, recvcounts, p) : nullptr,
+                            at_root ? keep_size_t(st->displs, displs, p) : nullptr, recvtype, root, pc, q);
+    });
+  }
+  if (i < 0) return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+  return finish(comm, v.fn[size_t(i)](sendbuf, sc, sendtype, recvbuf,
+                                      at_root && recvcounts ? as_size_t(recvcounts, p, 0) : nullptr,
+                                      at_root && displs ? as_size_t(displs, p, 1) : nullptr, recvtype, root, pc));
+}
+/// MPI_Gatherv (see gatherv_impl).
+int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gatherv_impl(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, nullptr, false);
+}
+/// MPI_Igatherv (see gatherv_impl).
+int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return gatherv_impl(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request, true);
+}
+
+/// MPI_Scatterv / MPI_Iscatterv (issue 21) through the scatter rules, as gatherv_impl.
+int scatterv_impl(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request,
+                  bool nonblocking) {
+  Reason why = kInvalidArgs;
+  int rank = -1;
+  int p = comm_size(comm, &why);
+  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || (nonblocking && !request)))
+    p = -1;
+  uint64_t root_bytes = 0;
+  const Reason root_why = p > 0 && rank == root ? rooted_v_root(sendcounts, displs, sendtype, p, &root_bytes) : kNumReasons;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const auto& v = scatter_v();
+  const int i = decide_rooted_v(kScatter, comm, p, root, nonblocking, root_why, root_bytes, v.usable.get(), &pc);
+  const bool at_root = rank == root;
+  const size_t rc = size_t(recvbuf == MPI_IN_PLACE || recvcount < 0 ? 0 : recvcount);
+  if (nonblocking) {
+    if (i < 0)
+      return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    static const auto nbs = v_nb(kInfoScatter, kNameScatterV, kNbScatterVList);
+    auto* st = new NbState;
+    return nb_launch(comm, request, st, [&](bcc_request* q) {
+      return nbs[size_t(i)](sendbuf, at_root ? keep_size_t(st->counts, sendcounts, p) : nullptr,
+                            at_root ? keep_size_t(st->displs, displs, p) : nullptr, sendtype, recvbuf, rc, recvtype,
+                            root, pc, q);
+    });
+  }
+  if (i < 0) return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  return finish(comm, v.fn[size_t(i)](sendbuf, at_root && sendcounts ? as_size_t(sendcounts, p, 0) : nullptr,
+                                      at_root && displs ? as_size_t(displs, p, 1) : nullptr, sendtype, recvbuf, rc,
+                                      recvtype, root, pc));
+}
+/// MPI_Scatterv (see scatterv_impl).
+int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatterv_impl(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr, false);
+}
+/// MPI_Iscatterv (see scatterv_impl).
+int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+  return scatterv_impl(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, true);
+}
+
+// Completion: while calls of ours are in flight, every wait polls (nb_drive() between
+// PMPI_Test* calls), so that ours progress and complete; otherwise straight to PMPI_.
+
+/// MPI_Wait: advances our calls in flight while it waits.
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (!nb_polling()) return PMPI_Wait(request, status);
+  for (;;) {
+    nb_drive();
+    int flag = 0;
+    const int rc = PMPI_Test(request, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+  }
+}
+/// MPI_Test: advances our calls in flight first.
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  nb_drive();
+  return PMPI_Test(request, flag, status);
+}
+/// MPI_Waitall: advances our calls in flight while it waits.
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!nb_polling()) return PMPI_Waitall(count, requests, statuses);
+  for (;;) {
+    nb_drive();
+    int flag = 0;
+    const int rc = PMPI_Testall(count, requests, &flag, statuses);
+    if (rc != MPI_SUCCESS || flag) return rc;
+  }
+}
+/// MPI_Testall: advances our calls in flight first.
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  nb_drive();
+  return PMPI_Testall(count, requests, flag, statuses);
+}
+/// MPI_Waitany: advances our calls in flight while it waits.
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!nb_polling()) return PMPI_Waitany(count, requests, index, status);
+  for (;;) {
+    nb_drive();
+    int flag = 0;
+    const int rc = PMPI_Testany(count, requests, index, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+  }
+}
+/// MPI_Testany: advances our calls in flight first.
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  nb_drive();
+  return PMPI_Testany(count, requests, index, flag, status);
+}
+/// MPI_Waitsome: advances our calls in flight while it waits.
+int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  if (!nb_polling()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  for (;;) {
+    nb_drive();
+    const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    if (rc != MPI_SUCCESS || *outcount != 0) return rc;  // MPI_UNDEFINED: no active request
+  }
+}
+/// MPI_Testsome: advances our calls in flight first.
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[], MPI_Status statuses[]) {
+  nb_drive();
+  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
 }
 
 }  // extern "C"

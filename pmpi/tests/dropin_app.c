@@ -3,7 +3,8 @@
  * exact and the output does not depend on the reduction order), with MPI_Allreduce and
  * MPI_Bcast every iteration, plus one call of each other collective the library intercepts
  * (MPI_Scan, MPI_Exscan and MPI_Barrier included)
- * and a few calls it must leave to MPI (non-contiguous datatype, MPI_IN_PLACE forms).
+ * and a few calls it must leave to MPI (non-contiguous datatype, MPI_IN_PLACE forms), the
+ * irregular MPI_Gatherv / MPI_Scatterv and every nonblocking collective it intercepts.
  * Rank 0 prints "checksum NAME VALUE" lines; it knows nothing of bine. */
 #include <mpi.h>
 #include <stdio.h>
@@ -111,6 +112,82 @@ int main(int argc, char** argv) {
   MPI_Gather(ex, k, MPI_INT, all2, k, MPI_INT, 0, MPI_COMM_WORLD);
   if (rank == 0) for (int i = 0; i < k * p; ++i) cs = cs * 17 + all[i] * 3 + all2[i];
   if (rank == 0) printf("checksum blocks %lld\n", cs);
+
+  /* MPI_Gatherv / MPI_Scatterv to and from the last rank (counts 2, 0, 1, 2, 0, 1, ...,
+   * displacements in reverse rank order with a gap), then every nonblocking collective the
+   * library intercepts in flight at once, with a point-to-point ring exchange among them,
+   * completed by MPI_Waitany, MPI_Test loops, MPI_Waitsome and MPI_Waitall in
+   * rank-dependent orders. */
+  {
+    const int root = p - 1, q = 4;
+    int *vc = malloc(sizeof(int) * p), *vd = malloc(sizeof(int) * p), vat = 0;
+    for (int i = p - 1; i >= 0; --i) vc[i] = (i + 2) % 3, vd[i] = vat, vat += vc[i] + 1;
+    int *gv = malloc(sizeof(int) * (vat + 1)), sv2[2], rv2[2] = {-1, -1};
+    for (int i = 0; i <= vat; ++i) gv[i] = -1;
+    for (int i = 0; i < 2; ++i) sv2[i] = rank * 31 + i;
+    MPI_Gatherv(sv2, vc[rank], MPI_INT, gv, vc, vd, MPI_INT, root, MPI_COMM_WORLD);
+    long long ns = 0;
+    if (rank == root) for (int i = 0; i < vat; ++i) ns = ns * 37 + gv[i];
+    MPI_Scatterv(gv, vc, vd, MPI_INT, rv2, vc[rank], MPI_INT, root, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, rv2, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    ns = ns * 41 + rv2[0] * 3 + rv2[1];
+    /* The nonblocking calls: one buffer set each. */
+    enum { nreq = 17 };
+    MPI_Request rq[nreq];
+    int *in = malloc(sizeof(int) * q * p), *o[nreq];
+    for (int j = 0; j < nreq; ++j) {
+      o[j] = malloc(sizeof(int) * (q * p + vat + 1));
+      for (int i = 0; i < q * p + vat + 1; ++i) o[j][i] = -1;
+    }
+    for (int i = 0; i < q * p; ++i) in[i] = rank * 1000 + i * 7 % 23;
+    int* eq = malloc(sizeof(int) * p);
+    for (int i = 0; i < p; ++i) eq[i] = 1 + i % 2;
+    for (int i = 0; i < q; ++i) o[1][i] = rank == 0 ? 500 + i : -1;
+    MPI_Iallreduce(in, o[0], q, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
+    MPI_Ibcast(o[1], q, MPI_INT, 0, MPI_COMM_WORLD, &rq[1]);
+    MPI_Ireduce(in, o[2], q, MPI_INT, MPI_MAX, root, MPI_COMM_WORLD, &rq[2]);
+    MPI_Iallgather(in, q, MPI_INT, o[3], q, MPI_INT, MPI_COMM_WORLD, &rq[3]);
+    MPI_Igather(in, q, MPI_INT, o[4], q, MPI_INT, root, MPI_COMM_WORLD, &rq[4]);
+    MPI_Iscatter(in, q, MPI_INT, o[5], q, MPI_INT, root, MPI_COMM_WORLD, &rq[5]);
+    MPI_Ireduce_scatter_block(in, o[6], q, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[6]);
+    MPI_Ialltoall(in, q, MPI_INT, o[7], q, MPI_INT, MPI_COMM_WORLD, &rq[7]);
+    MPI_Iscan(in, o[8], q, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[8]);
+    MPI_Iexscan(in, o[9], q, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[9]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &rq[10]);
+    MPI_Iallgatherv(in, vc[rank], MPI_INT, o[11], vc, vd, MPI_INT, MPI_COMM_WORLD, &rq[11]);
+    MPI_Ireduce_scatter(in, o[12], eq, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[12]);
+    MPI_Igatherv(in, vc[rank], MPI_INT, o[13], vc, vd, MPI_INT, root, MPI_COMM_WORLD, &rq[13]);
+    MPI_Iscatterv(in, vc, vd, MPI_INT, o[14], vc[rank], MPI_INT, root, MPI_COMM_WORLD, &rq[14]);
+    MPI_Irecv(o[15], q, MPI_INT, (rank + p - 1) % p, 9, MPI_COMM_WORLD, &rq[15]);
+    MPI_Isend(in, q, MPI_INT, (rank + 1) % p, 9, MPI_COMM_WORLD, &rq[16]);
+    /* Complete: the point-to-point receive first (every rank waits on a request that is
+     * not a collective while the collectives are in flight), then by rank-dependent means. */
+    MPI_Wait(&rq[15], MPI_STATUS_IGNORE);
+    if (rank % 2) {
+      for (int left = 1; left;) {
+        int idx = -1;
+        MPI_Waitany(nreq, rq, &idx, MPI_STATUS_IGNORE);
+        left = idx != MPI_UNDEFINED;
+      }
+    } else {
+      int flag = 0;
+      while (!flag) MPI_Test(&rq[rank % nreq], &flag, MPI_STATUS_IGNORE);
+      int outc = 0, idx[nreq];
+      MPI_Waitsome(nreq, rq, &outc, idx, MPI_STATUSES_IGNORE);
+      MPI_Waitall(nreq, rq, MPI_STATUSES_IGNORE);
+    }
+    if (rank == 0) for (int i = 0; i < q; ++i) o[9][i] = 0; /* exscan: undefined at rank 0 */
+    const int len[nreq] = {q, q, rank == root ? q : 0, q * p, rank == root ? q * p : 0, q, q, q * p, q, q, 0,
+                           vat, eq[rank], rank == root ? vat : 0, vc[rank], q, 0};
+    long long part = 0;
+    for (int j = 0; j < nreq; ++j)
+      for (int i = 0; i < len[j]; ++i) part = part * 43 + o[j][i] + j;
+    long long* parts = malloc(sizeof(long long) * p);
+    MPI_Gather(&part, 1, MPI_LONG_LONG, parts, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("checksum nonblocking %lld %lld\n", ns, sum_ll(parts, p));
+    for (int j = 0; j < nreq; ++j) free(o[j]);
+    free(parts); free(eq); free(in); free(gv); free(vc); free(vd);
+  }
 
   /* Left to MPI by the library: a non-contiguous datatype (every other int). */
   MPI_Datatype strided;

@@ -13,7 +13,7 @@ for p in 1 3 4 8; do
   run -np "$p" "$app" >"$tmp/ref$p" 2>&1 || fail "p=$p without LD_PRELOAD exited $?"
   run -np "$p" -x LD_PRELOAD="$lib" -x BINE_PMPI_REPORT=1 "$app" >"$tmp/out$p" 2>"$tmp/err$p" ||
     fail "p=$p with LD_PRELOAD exited $?"
-  if [ "$(grep -c '^checksum' "$tmp/ref$p")" != 4 ]; then fail "p=$p: reference output incomplete"; fi
+  if [ "$(grep -c '^checksum' "$tmp/ref$p")" != 5 ]; then fail "p=$p: reference output incomplete"; fi
   if ! diff <(grep '^checksum' "$tmp/ref$p") <(grep '^checksum' "$tmp/out$p"); then fail "p=$p: checksums differ"; fi
   # Interception: allreduce and bcast served by a bine schedule; the strided bcast fell back.
   grep -Eq '^  allreduce: [0-9]+ calls, [0-9]+ bytes; bine [1-9][0-9]* calls' "$tmp/err$p" || fail "p=$p: no bine allreduce in the report"
@@ -29,6 +29,13 @@ for p in 1 3 4 8; do
   # <schedule>_v) both served, like every MPI_Reduce_scatter_block call: no fallback.
   grep -Eq '^  reduce_scatter_block: ([0-9]+) calls, ([0-9]+) bytes; bine \1 calls, \2 bytes' "$tmp/err$p" ||
     fail "p=$p: an MPI_Reduce_scatter (equal or unequal counts) was not served by a schedule"
+  # MPI_Gatherv / MPI_Scatterv and every I collective (dropin_app.c's nonblocking part):
+  # served like the blocking calls of their collective: no gather, scatter, scan, exscan,
+  # alltoall or barrier fallback at all.
+  for c in gather scatter scan exscan alltoall barrier reduce; do
+    grep -Eq "^  $c: ([0-9]+) calls, ([0-9]+) bytes; bine \1 calls" "$tmp/err$p" ||
+      fail "p=$p: an MPI_$c-family call (blocking, v or nonblocking) was not served by a schedule"
+  done
   echo "p=$p: same checksums with and without LD_PRELOAD; report:"; cat "$tmp/err$p"
 done
 # A forced schedule (name without the bcc_ prefix) is the one used.

@@ -58,11 +58,11 @@ inline int node_labels(MPI_Comm comm, int p, int me, std::vector<int64_t>& label
   int rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   if (rc != MPI_SUCCESS) return rc;
   int leader = me;  // key 0 keeps comm's order: node rank 0 is the node's lowest rank
-  rc = MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+  rc = BINE_MPI_CALL(Bcast)(&leader, 1, MPI_INT, 0, node);
   const int rc_free = MPI_Comm_free(&node);
   if (rc == MPI_SUCCESS) rc = rc_free;
   std::vector<int> all(size_t(p), 0);
-  if (rc == MPI_SUCCESS) rc = MPI_Allgather(&leader, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
+  if (rc == MPI_SUCCESS) rc = BINE_MPI_CALL(Allgather)(&leader, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
   if (rc != MPI_SUCCESS) return rc;
   labels.assign(all.begin(), all.end());
   if (keyval != MPI_KEYVAL_INVALID) {

@@ -1562,7 +1562,7 @@ class BasicContext {
       *post_vbytes_ = vbytes_;
       *post_request_ = MPI_REQUEST_NULL;
       if (size_ > 1) {
-        const int rc = MPI_Ibcast(post_vbytes_->data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, post_request_);
+        const int rc = BINE_MPI_CALL(Ibcast)(post_vbytes_->data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, post_request_);
         if (rc != MPI_SUCCESS) return rc;
       }
       return kBlockBytesPosted;
@@ -1571,13 +1571,13 @@ class BasicContext {
     }
     if (size_ > 1 && !preset_vbytes_) {
       MPI_Request rq = MPI_REQUEST_NULL;
-      int rc = MPI_Ibcast(vbytes_.data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, &rq);
+      int rc = BINE_MPI_CALL(Ibcast)(vbytes_.data(), int(size_ + 1), MPI_UINT64_T, int(root_), comm_, &rq);
       if (rc != MPI_SUCCESS) return rc;
       if (!nb_any_live()) {
-        rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        rc = BINE_MPI_CALL(Wait)(&rq, MPI_STATUS_IGNORE);
       } else {
         for (int flag = 0; rc == MPI_SUCCESS && !flag;)
-          if ((rc = MPI_Test(&rq, &flag, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !flag) nb_progress_others();
+          if ((rc = BINE_MPI_CALL(Test)(&rq, &flag, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !flag) nb_progress_others();
       }
       if (rc != MPI_SUCCESS) return rc;
     }
@@ -2130,7 +2130,7 @@ inline void nb_progress_locked(NbRegistry& g) {
     bool done = false;
     if (c->sizes_pending) {
       int flag = 0;
-      c->rc = MPI_Test(&c->sizes_request, &flag, MPI_STATUS_IGNORE);
+      c->rc = BINE_MPI_CALL(Test)(&c->sizes_request, &flag, MPI_STATUS_IGNORE);
       if (c->rc == MPI_SUCCESS && !flag) {
         ++i;
         continue;

@@ -24,7 +24,28 @@ using AllgathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const siz
                              MPI_Comm);
 /// reduce_scatter's irregular form (sendbuf, recvbuf, recvcounts, datatype, op, comm).
 using ReduceScatterVFn = int (*)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm);
+/// gather's irregular form (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+/// recvtype, root, comm).
+using GathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, int,
+                          MPI_Comm);
+/// scatter's irregular form (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+/// recvtype, root, comm).
+using ScattervFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
+                           MPI_Comm);
 /// barrier (comm).
 using BarrierFn = int (*)(MPI_Comm);
+
+/// The irregular forms' nonblocking functions (`<schedule>_v_i`): the same arguments, then
+/// the generated header's request (`<prefix>request*`, an opaque pointer here).
+template <class Req>
+struct VNb {
+  using ReduceScatter = int (*)(const void*, void*, const size_t*, MPI_Datatype, MPI_Op, MPI_Comm, Req*);
+  using Allgather = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype,
+                            MPI_Comm, Req*);
+  using Gather = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, int,
+                         MPI_Comm, Req*);
+  using Scatter = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
+                          MPI_Comm, Req*);
+};
 
 }  // namespace bine::mpi

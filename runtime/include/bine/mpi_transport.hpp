@@ -40,6 +40,14 @@
 #pragma once
 #include <mpi.h>
 
+/// The MPI functions the runtime calls that a PMPI library may intercept (completion,
+/// collectives) go through BINE_MPI_CALL: MPI_<f> by default. The PMPI drop-in library
+/// (pmpi/) builds with BINE_MPI_CALL(f)=PMPI_##f, so that its own MPI_Wait / MPI_Test /
+/// MPI_Ibcast interceptors never see the runtime's calls (they would re-enter it).
+#ifndef BINE_MPI_CALL
+#define BINE_MPI_CALL(f) MPI_##f
+#endif
+
 namespace bine::mpi {
 
 /// Point-to-point tag used by generated collectives on the user's communicator.
@@ -68,8 +76,8 @@ class MpiTransport {
   int post_recv(void* data, int count, int peer, Request* r) {
     return MPI_Irecv(data, count, type_, peer, tag_, comm_, r);
   }
-  int wait_all(Request* r, int n) { return MPI_Waitall(n, r, MPI_STATUSES_IGNORE); }
-  int test_all(Request* r, int n, int* flag) { return MPI_Testall(n, r, flag, MPI_STATUSES_IGNORE); }
+  int wait_all(Request* r, int n) { return BINE_MPI_CALL(Waitall)(n, r, MPI_STATUSES_IGNORE); }
+  int test_all(Request* r, int n, int* flag) { return BINE_MPI_CALL(Testall)(n, r, flag, MPI_STATUSES_IGNORE); }
   int send(const void* data, int count, int peer) { return MPI_Send(data, count, type_, peer, tag_, comm_); }
   int recv(void* data, int count, int peer) {
     return MPI_Recv(data, count, type_, peer, tag_, comm_, MPI_STATUS_IGNORE);
@@ -79,7 +87,7 @@ class MpiTransport {
                         MPI_STATUS_IGNORE);
   }
   int wait_some(Request* r, int n, int* done, int* indices) {
-    const int rc = MPI_Waitsome(n, r, done, indices, MPI_STATUSES_IGNORE);
+    const int rc = BINE_MPI_CALL(Waitsome)(n, r, done, indices, MPI_STATUSES_IGNORE);
     if (rc == MPI_SUCCESS && *done == MPI_UNDEFINED) *done = -1;
     return rc;
   }
