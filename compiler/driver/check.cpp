@@ -20,6 +20,7 @@ ProofSummary CheckReport::proof() const {
     }
   p.same_bracketing = ok && same_bracketing;
   p.keeps_blocks = ok && keeps_blocks && instances > 0;
+  p.direct = ok && direct && instances > 0;
   return p;
 }
 
@@ -108,6 +109,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             }
             rep.same_bracketing &= v.same_bracketing;
             rep.keeps_blocks &= v.keeps_blocks;
+            rep.direct &= v.direct;
             if (rooted && root == 0) {
               base[commutative] = std::move(sch);
               have_base[commutative] = true;

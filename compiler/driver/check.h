@@ -46,6 +46,7 @@ struct CheckReport {
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;
   bool keeps_blocks = true;            ///< VerifyResult::keeps_blocks over every verified instance
+  bool direct = true;                  ///< VerifyResult::direct over every verified instance
   int64_t failed_p = -1, failed_root = -1;
   /// The first failing instance, when it was built (instantiation succeeded and the
   /// verifier rejected it): the Schedule and the verifier's counterexample.

@@ -17,6 +17,7 @@ struct ProofSummary {
   std::vector<std::pair<int64_t, int64_t>> order_ranges;  ///< p ranges proved order-preserving
   bool same_bracketing = false;                           ///< for every checked p
   bool keeps_blocks = false;  ///< VerifyResult::keeps_blocks for every checked instance
+  bool direct = false;        ///< VerifyResult::direct (alltoall) for every checked instance
 };
 
 }  // namespace bine

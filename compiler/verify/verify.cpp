@@ -216,6 +216,7 @@ class Verifier {
         for (const Op& op : rd)
           if (std::holds_alternative<LocalOp>(op) || std::holds_alternative<PermuteOp>(op)) keeps_blocks_ = false;
     res.keeps_blocks = keeps_blocks_;
+    res.direct = s_.collective == Collective::alltoall && direct_;
     if (!res.ok) res.counterexample = cex_;
     for (int64_t x = 0; x < s_.p; ++x)
       for (const Round& rd : s_.ranks[size_t(x)])
@@ -636,6 +637,7 @@ class Verifier {
         const int64_t x = rv->peer;
         const Op& snd = mate(y, t, j);
         if (keeps_blocks_ && !(blocks_of(snd) == rv->blocks)) keeps_blocks_ = false;
+        if (direct_ && rv->blocks.size() != 1) direct_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
         std::vector<int64_t>& from = from_;
@@ -653,6 +655,10 @@ class Verifier {
                                      K::no_data, x, t, sb, y);
               add_write_note(d, x, sb);
               return false;
+            }
+            if (direct_) {  // the item from x to y, moved by x itself
+              const Term& it = terms_[size_t(v)];
+              if (!(it.count == 1 && it.lo == x && it.hi == x && it.block == y)) direct_ = false;
             }
             int32_t nv = v;
             if (rv->reduce) {
@@ -970,6 +976,7 @@ class Verifier {
   std::vector<std::vector<WriteSite>> writer_;
   std::map<int64_t, int32_t> final_term_;
   bool keeps_blocks_ = true;               ///< every message so far lands in the blocks it left
+  bool direct_ = true;                     ///< every message so far is one item, sender to receiver
   size_t words_ = 0;                       ///< barrier: 64-bit words per rank in heard_
   std::vector<uint64_t> heard_, heard_prev_;  ///< barrier: [rank * words_ + x / 64] bit x: heard from x
   Counterexample cex_;

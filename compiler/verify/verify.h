@@ -72,6 +72,11 @@ struct VerifyResult {
   /// keeps its index from its owner to every destination, so the proof holds for any block
   /// sizes (the irregular `v` forms, docs/verifier.md).
   bool keeps_blocks = true;
+  /// Alltoall: every message carries exactly one block, the item from its sender to its
+  /// receiver (no item is forwarded), so the schedule's messages are the items themselves
+  /// and any item sizes are served by sending each from and receiving it into the caller's
+  /// buffers (the alltoallv form, docs/verifier.md). False for other collectives.
+  bool direct = false;
   int64_t messages = 0;        ///< point-to-point messages, all ranks
   int64_t blocks_moved = 0;    ///< sum of |blocks| over messages
 };

@@ -92,7 +92,16 @@ const IrregularForm* irregular_form(Collective c) {
       "const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
       "sendbuf, recvbuf, recvcounts, datatype, op, comm", "begin_reduce_scatterv", "MPI_Reduce_scatter",
       "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements", false};
+  static const IrregularForm alltoallv = {
+      "const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, MPI_Datatype sendtype, void* recvbuf, "
+      "const size_t* recvcounts, const size_t* rdispls, MPI_Datatype recvtype, MPI_Comm comm",
+      "sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm", "begin_alltoallv",
+      "MPI_Alltoallv",
+      "every rank passes its own counts;\n/// each message of the schedule is one item from its sender to its receiver, posted from and into\n"
+      "/// the caller's buffers",
+      false};
   switch (c) {
+    case Collective::alltoall: return &alltoallv;
     case Collective::reduce_scatter: return &reduce_scatterv;
     case Collective::allgather: return &allgatherv;
     case Collective::gather: return &gatherv;
@@ -103,8 +112,10 @@ const IrregularForm* irregular_form(Collective c) {
 
 /// Whether a schedule gets an irregular `_v` form: an allgather, gather, scatter or
 /// reduce_scatter whose every verified instance keeps each block's index
-/// (ProofSummary::keeps_blocks).
+/// (ProofSummary::keeps_blocks), or an alltoall whose every verified instance sends each
+/// item once, from its source straight to its destination (ProofSummary::direct).
 bool has_irregular_form(const ScheduleDecl& s, const ProofSummary& proof) {
+  if (s.collective == Collective::alltoall) return proof.direct;
   return irregular_form(s.collective) && proof.keeps_blocks;
 }
 
@@ -898,8 +909,13 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
       const IrregularForm& v = *irregular_form(schedules[i]->collective);
       o << "/// The irregular form (" << v.mpi << ", size_t counts and displacements in extents of the\n"
         << "/// counted type; " << v.counts << "):\n"
-        << "/// every message of the schedule keeps its blocks' indices, so the proof holds for any\n"
-        << "/// block sizes. The plain form builds its rounds each call (the sizes are not in the plan key).\n"
+        << (schedules[i]->collective == Collective::alltoall
+                ? "/// every message of the schedule is one item, from its source to its destination, so the\n"
+                  "/// proof holds for any item sizes. The rounds do not depend on the sizes: the plain\n"
+                  "/// form replays the plan of a plain call of the same shape.\n"
+                : "/// every message of the schedule keeps its blocks' indices, so the proof holds for any\n"
+                  "/// block sizes. The plain form builds its rounds each call (the sizes are not in the\n"
+                  "/// plan key).\n")
         << "int " << fname(*schedules[i]) << "_v(" << v.params << ");\n";
       o << "/// The persistent irregular form (like MPI_" << v.mpi + 4 << "_init): binds the arguments, count and\n"
         << "/// displacement arrays included (they must stay valid and unchanged until the plan is\n"
@@ -949,7 +965,8 @@ std::string emit_mpi_header(const std::vector<const RankProgram*>& programs, con
   }
   // The irregular forms; X(function, order_preserving, same_bracketing) as above for
   // reduce_scatter (the proof's flags), 1, 1 for the forms without an operator.
-  for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter, Collective::reduce_scatter}) {
+  for (Collective c : {Collective::allgather, Collective::gather, Collective::scatter, Collective::reduce_scatter,
+                       Collective::alltoall}) {
     std::string up = collective_name(c);
     for (char& ch : up) ch = char(std::toupper(static_cast<unsigned char>(ch)));
     o << "#define " << macro_prefix << up << "V_SCHEDULES(X)";

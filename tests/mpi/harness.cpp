@@ -48,6 +48,8 @@ using BarrierFn = int (*)(MPI_Comm);
 using AllgathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, MPI_Comm);
 using GathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t*, const size_t*, MPI_Datatype, int,
                           MPI_Comm);
+using AlltoallvFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, const size_t*, const size_t*,
+                            MPI_Datatype, MPI_Comm);
 using ScattervFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
                            MPI_Comm);
 /// check-persistent: every call goes through the function's persistent form (_init, then
@@ -120,6 +122,7 @@ template <class F>
 using RootedVEntry = Entry<F>;
 const std::vector<RootedVEntry<GathervFn>> kGatherv = {BCC_GATHERV_SCHEDULES(BINE_VENTRY)};
 const std::vector<RootedVEntry<ScattervFn>> kScatterv = {BCC_SCATTERV_SCHEDULES(BINE_VENTRY)};
+const std::vector<Entry<AlltoallvFn>> kAlltoallv = {BCC_ALLTOALLV_SCHEDULES(BINE_VENTRY)};
 
 int rank = 0, size = 1;
 long failures = 0, cases = 0;
@@ -404,6 +407,85 @@ void scatterv_case(const RootedVEntry<ScattervFn>& e, int layout, bool shuffled,
   if (rc != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(rc) + " " + bcc_last_error());
   else if (got != want) fail(tag + ": differs from MPI_Scatterv");
   if (send != copy) fail(tag + ": root's send buffer modified");
+  if (strided) MPI_Type_free(&type);
+}
+
+/// Whether the schedule of an irregular form (its name without "_v") applies at this p.
+template <class Plain>
+bool v_applies(const char* vname, const Plain& plain) {
+  const std::string base = std::string(vname).substr(0, std::strlen(vname) - 2);
+  for (const auto& e : plain)
+    if (base == e.name) return e.applicable(size) == 1;
+  return false;
+}
+
+/// Alltoallv against MPI_Alltoallv on the same layout. The item from rank i to rank j has
+/// c(i, j) elements, the same function on every rank: `layout` 0 = seeded random (0..9),
+/// 1 = zero for every other pair, 2 = rank p / 2 sends 990 elements to everyone and the
+/// others 1 or 0 (99% of the data on one rank), 3 = all zero. Displacements in peer order
+/// without gaps or reversed with gaps of 3 elements (on both sides); MPI_INT or the resized
+/// int (non-contiguous); in place (the input in recvbuf, laid out by the receive side) or
+/// not. The send buffer must come back unchanged, the gaps of recvbuf keep their sentinel.
+void alltoallv_case(const Entry<AlltoallvFn>& e, int layout, bool shuffled, bool strided, bool in_place) {
+  const int p = size;
+  auto c = [&](int i, int j) -> int {
+    uint32_t s = uint32_t(layout * 7919 + p * 31 + data_salt) ^ uint32_t(i * 2654435761u) ^ uint32_t(j * 40503u);
+    s = s * 1103515245u + 12345u;
+    switch (layout) {
+      case 0: return int((s >> 16) % 10);
+      case 1: return (i + j) % 2 ? 0 : 1 + (i + 2 * j) % 4;
+      case 2: return i == p / 2 ? 990 : int((i + j) % 2);
+      default: return 0;
+    }
+  };
+  const size_t np = static_cast<size_t>(p);
+  std::vector<int> sc(np), sd(np), rc(np), rd(np);
+  int sat = 0, rat = 0;
+  for (int k = 0; k < p; ++k) {
+    const int j = shuffled ? p - 1 - k : k;
+    sc[size_t(j)] = c(rank, j), sd[size_t(j)] = sat, sat += sc[size_t(j)] + (shuffled ? 3 : 0);
+    rc[size_t(j)] = c(j, rank), rd[size_t(j)] = rat, rat += rc[size_t(j)] + (shuffled ? 3 : 0);
+  }
+  MPI_Datatype type = MPI_INT;
+  if (strided) {
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &type);
+    MPI_Type_commit(&type);
+  }
+  const int k = strided ? 2 : 1;  // ints per element of the type
+  std::vector<int> send(size_t(sat + 1) * size_t(k)), want(size_t(rat + 1) * size_t(k), -5), got(want.size(), -5);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value<int>(rank * 3 + 1, i);
+  const std::vector<int> copy = send;
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, want.data(), rc.data(), rd.data(), type, MPI_COMM_WORLD);
+  std::vector<size_t> scs(sc.begin(), sc.end()), sds(sd.begin(), sd.end()), rcs(rc.begin(), rc.end()),
+      rds(rd.begin(), rd.end());
+  int ret;
+  if (in_place) {
+    // The input in recvbuf, laid out by the receive side: the item for j (MPI requires
+    // c(rank, j) == c(j, rank) there, so the layout is made symmetric).
+    for (size_t j = 0; j < np; ++j) rcs[j] = scs[j] = size_t(std::min(sc[j], rc[j]));
+    std::vector<int> a(want.size(), -5), b(want.size(), -5);
+    for (size_t j = 0; j < np; ++j)
+      for (size_t x = 0; x < rcs[j] * size_t(k); x += size_t(k))
+        a[rds[j] * size_t(k) + x] = value<int>(rank * 3 + 2, j * 1000 + x);
+    std::vector<int> ic(rcs.begin(), rcs.end());
+    MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, a.data(), ic.data(), rd.data(), type, MPI_COMM_WORLD);
+    want = a;
+    for (size_t j = 0; j < np; ++j)
+      for (size_t x = 0; x < rcs[j] * size_t(k); x += size_t(k))
+        b[rds[j] * size_t(k) + x] = value<int>(rank * 3 + 2, j * 1000 + x);
+    got = b;
+    in_place_case = true;  // a persistent plan's second start would exchange again
+    ret = e.call(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), rcs.data(), rds.data(), type,
+                 MPI_COMM_WORLD);
+  } else {
+    ret = e.call(send.data(), scs.data(), sds.data(), type, got.data(), rcs.data(), rds.data(), type, MPI_COMM_WORLD);
+  }
+  ++cases;
+  const std::string tag = std::string(e.name) + " p=" + std::to_string(p) + " layout " + std::to_string(layout) +
+                          (shuffled ? " shuffled" : "") + (strided ? " strided" : "") + (in_place ? " in-place" : "");
+  if (ret != MPI_SUCCESS) fail(tag + ": returned " + std::to_string(ret) + " " + bcc_last_error());
+  else if (got != want) fail(tag + ": differs from MPI_Alltoallv");
+  if (send != copy) fail(tag + ": send buffer modified");
   if (strided) MPI_Type_free(&type);
 }
 
@@ -730,13 +812,6 @@ int run_overlap() {
   const size_t vmine = vcounts[size_t(rank)];
   std::vector<int> vsend(vtotal);
   for (size_t i = 0; i < vtotal; ++i) vsend[i] = value<int>(rank + 3, i);
-  // The plain schedule's applicability for an irregular form (its name without "_v").
-  auto v_applies = [&](const char* vname, const auto& plain) {
-    const std::string base = std::string(vname).substr(0, std::strlen(vname) - 2);
-    for (const auto& e : plain)
-      if (base == e.name) return e.applicable(size) == 1;
-    return false;
-  };
   for (const VEntry& e : kAllgatherv) {
     if (!v_applies(e.name, kAllgather)) continue;
     Pending c{e.name, nullptr, std::vector<int>(vtotal, -1), std::vector<int>(vtotal)};
@@ -930,6 +1005,11 @@ int run_check() {
         for (bool shuffled : {false, true})
           for (bool strided : {false, true})
             for (bool ip : {false, true}) allgatherv_case(e, layout, shuffled, strided, ip);
+  for (const auto& e : kAlltoallv)
+    for (int layout = 0; layout < 4 && v_applies(e.name, kAlltoall); ++layout)
+      for (bool shuffled : {false, true})
+        for (bool strided : {false, true})
+          for (bool ip : {false, true}) alltoallv_case(e, layout, shuffled, strided, ip);
   // Every root, every layout, both orders, both types, in place or not (the persistent and
   // nonblocking forms: roots 0, p / 2 and p - 1).
   for (int root = 0; root < size; ++root)

@@ -793,6 +793,90 @@ class BasicContext {
     announce();
     return MPI_SUCCESS;
   }
+  /// Alltoallv (MPI_Alltoallv, with size_t counts and displacements): sendcounts[j]
+  /// elements of sendtype at sdispls[j] (in extents of sendtype) of rank i's sendbuf end at
+  /// rdispls[i] of rank j's recvbuf, recvcounts[i] elements of recvtype (MPI requires the
+  /// two sides' byte counts to agree; the rank's own item is checked). MPI_IN_PLACE as
+  /// sendbuf: the data is taken from recvbuf (recvcounts, rdispls, recvtype) and replaced.
+  /// Only schedules whose every message is one item, from its sender to its receiver
+  /// (VerifyResult::direct), get this form: the plan is the schedule's for one byte per
+  /// block (a plan of the plain form may be replayed), and each message is posted from the
+  /// item's place in sendbuf and into its place in recvbuf. A non-contiguous type, or the
+  /// in-place form's sends, go through internal memory (packed here, unpacked by
+  /// copy_out()); the rank's own item is copied locally.
+  int begin_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, MPI_Datatype sendtype,
+                      void* recvbuf, const size_t* recvcounts, const size_t* rdispls, MPI_Datatype recvtype,
+                      MPI_Comm comm) {
+    kind_ = Collective::alltoall;
+    TypeShape unit, rs, ss;
+    int rc = begin_blocks(1, MPI_BYTE, unit, comm, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (!recvcounts || !rdispls) return fail(MPI_ERR_ARG, "the %s array is NULL", recvcounts ? "rdispls" : "recvcounts");
+    if (!in_place && (!sendcounts || !sdispls))
+      return fail(MPI_ERR_ARG, "the %s array is NULL", sendcounts ? "sdispls" : "sendcounts");
+    if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_ARG, kInPlaceRecv);
+    if ((rc = shape_of(recvtype, rs)) != MPI_SUCCESS) return rc;
+    if (in_place) {
+      sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
+      ss = rs;
+    } else if ((rc = shape_of(sendtype, ss)) != MPI_SUCCESS) {
+      return rc;
+    }
+    const size_t P = size_t(size_);
+    uint64_t sbytes = 0, rbytes = 0;
+    for (size_t q = 0; q < P; ++q) {
+      if ((rc = check_count(sendcounts[q], ss, 1)) != MPI_SUCCESS || (rc = check_count(recvcounts[q], rs, 1)) != MPI_SUCCESS)
+        return rc;
+      if ((rc = check_buffer(sendbuf, sendcounts[q], ss, "send buffer")) != MPI_SUCCESS) return rc;
+      if ((rc = check_buffer(recvbuf, recvcounts[q], rs, "receive buffer")) != MPI_SUCCESS) return rc;
+      sbytes += uint64_t(sendcounts[q]) * uint64_t(ss.size);
+      rbytes += uint64_t(recvcounts[q]) * uint64_t(rs.size);
+    }
+    const uint64_t own_s = uint64_t(sendcounts[size_t(rank_)]) * uint64_t(ss.size);
+    const uint64_t own_r = uint64_t(recvcounts[size_t(rank_)]) * uint64_t(rs.size);
+    if (own_s != own_r)
+      return fail(error_code(MPI_ERR_TRUNCATE, kTruncate), "the rank's own item is %llu bytes sent, %llu received",
+                  (unsigned long long)own_s, (unsigned long long)own_r);
+    // Internal memory: the plan's p bytes, then the packed sends (non-contiguous or in
+    // place), then the receives of a non-contiguous recvtype (unpacked by copy_out()).
+    const bool pack = in_place || !ss.contiguous, unpack = !rs.contiguous;
+    const uint64_t at_send = uint64_t(size_), at_recv = at_send + (pack ? sbytes : 0);
+    char* mem = own(at_recv + (unpack ? rbytes : 0));
+    if (!mem) return no_memory(at_recv + (unpack ? rbytes : 0));
+    buf_ = mem;
+    direct_v_ = true;
+    vsend_.assign(P, nullptr);
+    vrecv_.assign(P, nullptr);
+    vsend_bytes_.assign(P, 0);
+    vrecv_bytes_.assign(P, 0);
+    if (unpack) vroff_.assign(P, 0);  // not voff_: the plan's block layout must stay one byte per block
+    uint64_t so = at_send, ro = at_recv;
+    for (size_t q = 0; q < P; ++q) {
+      vsend_bytes_[q] = uint64_t(sendcounts[q]) * uint64_t(ss.size);
+      vrecv_bytes_[q] = uint64_t(recvcounts[q]) * uint64_t(rs.size);
+      const char* from = static_cast<const char*>(sendbuf) + MPI_Aint(sdispls[q]) * ss.extent;
+      if (pack) {
+        if ((rc = copy_in(from, sendcounts[q], sendtype, ss, mem + so)) != MPI_SUCCESS) return rc;
+        vsend_[q] = mem + so;
+        so += vsend_bytes_[q];
+      } else {
+        vsend_[q] = const_cast<char*>(from);
+      }
+      if (unpack) {
+        vroff_[q] = ro;  // copy_out() unpacks the item from q from buf_ + vroff_[q]
+        vrecv_[q] = mem + ro;
+        ro += vrecv_bytes_[q];
+      } else {
+        vrecv_[q] = static_cast<char*>(recvbuf) + MPI_Aint(rdispls[q]) * rs.extent;
+      }
+    }
+    if (unpack) set_irregular_out(recvbuf, recvcounts, rdispls, recvtype, rs);
+    const size_t me = size_t(rank_);
+    if (!dry_ && own_s > 0 && vrecv_[me] != vsend_[me]) std::memcpy(vrecv_[me], vsend_[me], own_s);
+    announce();
+    return MPI_SUCCESS;
+  }
   /// Alltoall: block j of rank i's sendbuf (p blocks of sendcount x sendtype, or recvbuf
   /// with MPI_IN_PLACE) ends in block i of rank j's recvbuf. Works on an internal copy of
   /// p blocks, copied (or unpacked) to recvbuf by finish().
@@ -1064,7 +1148,7 @@ class BasicContext {
       for (int64_t b = 0; b < size_; ++b) {
         const size_t n = vcounts_[b];
         if (n == 0) continue;
-        const char* from = static_cast<const char*>(buf_) + voff_[size_t(b)];
+        const char* from = static_cast<const char*>(buf_) + (direct_v_ ? vroff_ : voff_)[size_t(b)];
         char* to = static_cast<char*>(vout_) + MPI_Aint(vdispls_[b]) * unpack_shape_.extent;
         if (unpack_shape_.contiguous) {
           std::memcpy(to, from, n * uint64_t(unpack_shape_.size));
@@ -1798,7 +1882,7 @@ class BasicContext {
     // A round of one message, or of one send and one receive, each in one piece: a single
     // blocking call (MPI_Send / MPI_Recv / MPI_Sendrecv) instead of posting and waiting.
     // Not while nonblocking calls are in flight: the wait must advance them (complete_round()).
-    const bool fast = !rp.xfers.empty() && rp.xfers.size() <= 2 && rp.xfers.front().total <= rp.piece &&
+    const bool fast = !direct_v_ && !rp.xfers.empty() && rp.xfers.size() <= 2 && rp.xfers.front().total <= rp.piece &&
                       rp.xfers.back().total <= rp.piece &&
                       (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv) && !nb_any_live();
     char* fast_base[2] = {nullptr, nullptr};
@@ -1823,6 +1907,7 @@ class BasicContext {
   /// Packs and posts a round's transfers in order; with `fast`, only packs and records each
   /// transfer's address in fast_base (the caller makes the one blocking call).
   int post_round(const RoundPlan& rp, bool fast, char* fast_base[2]) {
+    if (direct_v_) return post_direct(rp);
     char* const buf = static_cast<char*>(buf_);
     for (const XferPlan& x : rp.xfers) {
       const ElemRange* rg = rp.ranges.data() + x.first;
@@ -1859,9 +1944,29 @@ class BasicContext {
     }
     return MPI_SUCCESS;
   }
+  /// An alltoallv round (begin_alltoallv()): each message of the plan is the item for or
+  /// from its peer, posted from or into its place, in pieces of at most rp.piece bytes.
+  int post_direct(const RoundPlan& rp) {
+    for (const XferPlan& x : rp.xfers) {
+      const size_t q = size_t(x.peer);
+      char* base = x.recv ? vrecv_[q] : vsend_[q];
+      const uint64_t total = x.recv ? vrecv_bytes_[q] : vsend_bytes_[q];
+      for (uint64_t done = 0; done < total || done == 0; done += rp.piece) {  // an empty item: one empty message
+        const int c = int(total - done < rp.piece ? total - done : rp.piece);
+        pieces_.push_back({-1, done, uint64_t(c)});
+        requests_.push_back(Transport::null_request());
+        const int rc = x.recv ? transport_.post_recv(base + done, c, int(x.peer), &requests_.back())
+                              : transport_.post_send(base + done, c, int(x.peer), &requests_.back());
+        if (rc != MPI_SUCCESS) return rc;
+        if (total == 0) break;
+      }
+    }
+    return MPI_SUCCESS;
+  }
   /// After a round's transfers completed: the buffered receives (those reduced early
   /// excepted when early_applied), the local reductions and copies, the permutations.
   int finish_round(const RoundPlan& rp, bool early_applied) {
+    if (direct_v_) return MPI_SUCCESS;  // alltoallv: the items are where they belong
     int rc;
     for (const Pending& pd : pending_) {
       if (pd.x->early && early_applied) continue;  // reduced piece by piece in complete_round()
@@ -1975,6 +2080,10 @@ class BasicContext {
   const size_t* vcounts_ = nullptr;
   const size_t* vdispls_ = nullptr;
   std::vector<uint64_t> vbytes_;   ///< gatherv, scatterv: the root's block sizes, broadcast (share_block_bytes())
+  bool direct_v_ = false;          ///< alltoallv (begin_alltoallv()): messages go from vsend_ / into vrecv_
+  std::vector<char*> vsend_, vrecv_;             ///< alltoallv: the item for / from each peer
+  std::vector<uint64_t> vsend_bytes_, vrecv_bytes_;
+  std::vector<uint64_t> vroff_;                  ///< alltoallv, non-contiguous recvtype: item q at buf_ + vroff_[q]
   const std::vector<uint64_t>* preset_vbytes_ = nullptr;  ///< preset_block_bytes()
   std::vector<uint64_t>* post_vbytes_ = nullptr;          ///< post_block_bytes()
   MPI_Request* post_request_ = nullptr;
