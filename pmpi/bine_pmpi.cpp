@@ -107,17 +107,21 @@ const char* const kNameReduceScatterV[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PM
 const char* const kNameAllgatherV[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 const char* const kNameGatherV[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 const char* const kNameScatterV[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_NAME) nullptr};
+const char* const kNameAlltoallV[] = {BCC_ALLTOALLV_SCHEDULES(BINE_PMPI_NAME) nullptr};
 #undef BINE_PMPI_NAME
 const bine::mpi::ReduceScatterVFn kFnReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
 /// gather's and scatter's irregular forms (MPI_Gatherv, MPI_Scatterv).
 const bine::mpi::GathervFn kFnGatherVList[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_FN) nullptr};
 const bine::mpi::ScattervFn kFnScatterVList[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_FN) nullptr};
+/// alltoall's irregular forms (MPI_Alltoallv): the schedules proved direct.
+const bine::mpi::AlltoallvFn kFnAlltoallVList[] = {BCC_ALLTOALLV_SCHEDULES(BINE_PMPI_FN) nullptr};
 /// The irregular forms' nonblocking functions (`<schedule>_v_i`), in registry order.
 #define BINE_PMPI_VNB(f, op, sb) f##_i,
 const bine::mpi::VNb<bcc_request>::ReduceScatter kNbReduceScatterVList[] = {BCC_REDUCE_SCATTERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
 const bine::mpi::VNb<bcc_request>::Allgather kNbAllgatherVList[] = {BCC_ALLGATHERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
 const bine::mpi::VNb<bcc_request>::Gather kNbGatherVList[] = {BCC_GATHERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
 const bine::mpi::VNb<bcc_request>::Scatter kNbScatterVList[] = {BCC_SCATTERV_SCHEDULES(BINE_PMPI_VNB) nullptr};
+const bine::mpi::VNb<bcc_request>::Alltoall kNbAlltoallVList[] = {BCC_ALLTOALLV_SCHEDULES(BINE_PMPI_VNB) nullptr};
 #undef BINE_PMPI_VNB
 #undef BINE_PMPI_INFO
 #undef BINE_PMPI_FN
@@ -153,6 +157,10 @@ const VForms<bine::mpi::AllgathervFn>& allgather_v() {
 }
 const VForms<bine::mpi::GathervFn>& gather_v() {
   static const VForms<bine::mpi::GathervFn> v(kInfoGather, kNameGatherV, kFnGatherVList);
+  return v;
+}
+const VForms<bine::mpi::AlltoallvFn>& alltoall_v() {
+  static const VForms<bine::mpi::AlltoallvFn> v(kInfoAlltoall, kNameAlltoallV, kFnAlltoallVList);
   return v;
 }
 const VForms<bine::mpi::ScattervFn>& scatter_v() {
@@ -1239,6 +1247,65 @@ int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[]
 int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                   void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
   return scatterv_impl(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request, true);
+}
+
+/// MPI_Alltoallv / MPI_Ialltoallv (issue 21) through the alltoall rules, choosing among the
+/// schedules that have an irregular form (proved direct: every message one item, sender to
+/// receiver). Every rank holds other counts, so the decision is made from p alone: when the
+/// table's alltoall choice can depend on the bytes, such calls go to MPI (no rule applies).
+/// Counted under alltoall. The generated form checks the arguments (non-contiguous types
+/// and MPI_IN_PLACE are served).
+int alltoallv_impl(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request* request, bool nonblocking) {
+  Reason why = kInvalidArgs;
+  int p = comm_size(comm, &why);
+  if (p > 0 && ((nonblocking && !request) || !recvcounts || !rdispls ||
+                (sendbuf != MPI_IN_PLACE && (!sendcounts || !sdispls))))
+    p = -1, why = kInvalidArgs;
+  load_config();
+  if (p > 0 && depends_on_bytes(kAlltoall)) p = -1, why = kNoRule;
+  MPI_Comm pc = MPI_COMM_NULL;
+  const auto& v = alltoall_v();
+  const int i = decide(kAlltoall, comm, p, 1, true, why, &pc, v.usable.get());
+  const bool ip = sendbuf == MPI_IN_PLACE;
+  if (nonblocking) {
+    if (i < 0)
+      return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                             request);
+    static const auto nbs = v_nb(kInfoAlltoall, kNameAlltoallV, kNbAlltoallVList);
+    auto* st = new NbState;
+    return nb_launch(comm, request, st, [&](bcc_request* q) {
+      // counts / displs hold the send side then the receive side (2p entries each).
+      st->counts.assign(size_t(2 * p), 0);
+      st->displs.assign(size_t(2 * p), 0);
+      for (int k = 0; k < p; ++k) {
+        if (!ip) st->counts[size_t(k)] = size_t(sendcounts[k]), st->displs[size_t(k)] = size_t(sdispls[k]);
+        st->counts[size_t(p + k)] = size_t(recvcounts[k]), st->displs[size_t(p + k)] = size_t(rdispls[k]);
+      }
+      return nbs[size_t(i)](sendbuf, ip ? nullptr : st->counts.data(), ip ? nullptr : st->displs.data(), sendtype,
+                            recvbuf, st->counts.data() + p, st->displs.data() + p, recvtype, pc, q);
+    });
+  }
+  if (i < 0)
+    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+  thread_local std::vector<size_t> sc, sd;
+  if (!ip) sc.assign(sendcounts, sendcounts + p), sd.assign(sdispls, sdispls + p);
+  return finish(comm, v.fn[size_t(i)](sendbuf, ip ? nullptr : sc.data(), ip ? nullptr : sd.data(), sendtype, recvbuf,
+                                      as_size_t(recvcounts, p, 0), as_size_t(rdispls, p, 1), recvtype, pc));
+}
+/// MPI_Alltoallv (see alltoallv_impl).
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, nullptr,
+                        false);
+}
+/// MPI_Ialltoallv (see alltoallv_impl).
+int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request* request) {
+  return alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request,
+                        true);
 }
 
 // Completion: while calls of ours are in flight, every wait polls (nb_drive() between

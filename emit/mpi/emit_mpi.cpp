@@ -418,9 +418,10 @@ class Emitter {
     o << "  if (!q) return cx.result(cx.fail(MPI_ERR_NO_MEM, \"cannot allocate the request\"));\n";
     o << "  q->call.run = [=](bine::mpi::Context& c) { return bine_run_" << fname << "_v(c, " << v.names << "); };\n";
     o << "  int rc = bine::mpi::nb_tag(comm, &q->call.tag);\n";
-    o << "  if (rc == MPI_SUCCESS) rc = bine::mpi::nb_start_irregular(&q->call, /*rooted=*/" << (v.rooted ? "true" : "false")
-      << ");\n";
     o << "  if (rc != MPI_SUCCESS) {\n    delete q;\n    return cx.result(rc);\n  }\n";
+    o << "  rc = bine::mpi::nb_start_irregular(&q->call, /*rooted=*/" << (v.rooted ? "true" : "false")
+      << ");  // describes its own errors\n";
+    o << "  if (rc != MPI_SUCCESS) {\n    delete q;\n    return rc;\n  }\n";
     o << "  *request = q;\n";
     o << "  return cx.result(MPI_SUCCESS);\n}\n";
   }

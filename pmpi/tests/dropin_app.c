@@ -132,6 +132,26 @@ int main(int argc, char** argv) {
     MPI_Allreduce(MPI_IN_PLACE, rv2, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     ns = ns * 41 + rv2[0] * 3 + rv2[1];
     /* The nonblocking calls: one buffer set each. */
+    /* MPI_Alltoallv: rank i sends (i + j) % 3 ints to rank j, reversed displacements. */
+    int *asc = malloc(sizeof(int) * p), *asd = malloc(sizeof(int) * p), *arc = malloc(sizeof(int) * p),
+        *ard = malloc(sizeof(int) * p), sat = 0, rat = 0;
+    for (int j = p - 1; j >= 0; --j) {
+      asc[j] = (rank + j) % 3, asd[j] = sat, sat += asc[j];
+      arc[j] = (j + rank) % 3, ard[j] = rat, rat += arc[j] + 1;
+    }
+    int *asnd = malloc(sizeof(int) * (sat + 1)), *arcv = malloc(sizeof(int) * (rat + 1)),
+        *arcv2 = malloc(sizeof(int) * (rat + 1));
+    for (int i = 0; i <= sat; ++i) asnd[i] = rank * 100 + i;
+    for (int i = 0; i <= rat; ++i) arcv[i] = arcv2[i] = -1;
+    MPI_Alltoallv(asnd, asc, asd, MPI_INT, arcv, arc, ard, MPI_INT, MPI_COMM_WORLD);
+    MPI_Request arq;
+    MPI_Ialltoallv(asnd, asc, asd, MPI_INT, arcv2, arc, ard, MPI_INT, MPI_COMM_WORLD, &arq);
+    MPI_Wait(&arq, MPI_STATUS_IGNORE);
+    long long apart = 0;
+    for (int i = 0; i <= rat; ++i) apart = apart * 47 + arcv[i] * 3 + arcv2[i];
+    MPI_Allreduce(MPI_IN_PLACE, &apart, 1, MPI_LONG_LONG, MPI_BXOR, MPI_COMM_WORLD);
+    ns = ns * 53 + apart;
+    free(asc); free(asd); free(arc); free(ard); free(asnd); free(arcv); free(arcv2);
     enum { nreq = 17 };
     MPI_Request rq[nreq];
     int *in = malloc(sizeof(int) * q * p), *o[nreq];

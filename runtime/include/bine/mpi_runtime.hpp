@@ -1069,6 +1069,9 @@ class BasicContext {
   /// read from or written to the user's buffers and nothing communicated. A persistent
   /// collective's _init builds its plan this way, so its starts only replay.
   void dry_run() { dry_ = true; }
+  /// Whether calls in flight at once are kept apart by the transport (Transport::kConcurrent;
+  /// else a nonblocking call runs whole at its start).
+  static constexpr bool kConcurrentCalls = Transport::kConcurrent;
   /// What share_block_bytes() returns when post_block_bytes() made it post its broadcast.
   static constexpr int kBlockBytesPosted = -0x5b1e;
   /// Rooted irregular forms (gatherv, scatterv), before begin_*: the block sizes come from
@@ -2294,7 +2297,10 @@ inline void nb_register(NbCall* c, int started) {
 /// the root's argument errors (broadcast to all ranks) return from the wait. Returns
 /// MPI_SUCCESS when the request is made (its result comes from the wait).
 inline int nb_start_irregular(NbCall* c, bool rooted) {
-  if (!rooted) {
+  // A transport that runs nonblocking calls whole at their start (uTofu) cannot defer the
+  // start to a progress pass (which holds the registry's lock); there the call runs at
+  // once, its sizes' broadcast included.
+  if (!rooted || !Context::kConcurrentCalls) {
     Context d(c->name);  // the errors of the call itself return at once, as from _i forms
     d.dry_run();
     d.use_plans(c->plans);

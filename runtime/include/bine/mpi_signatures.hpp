@@ -32,6 +32,10 @@ using GathervFn = int (*)(const void*, size_t, MPI_Datatype, void*, const size_t
 /// recvtype, root, comm).
 using ScattervFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
                            MPI_Comm);
+/// alltoall's irregular form (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+/// rdispls, recvtype, comm).
+using AlltoallvFn = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, const size_t*, const size_t*,
+                            MPI_Datatype, MPI_Comm);
 /// barrier (comm).
 using BarrierFn = int (*)(MPI_Comm);
 
@@ -46,6 +50,8 @@ struct VNb {
                          MPI_Comm, Req*);
   using Scatter = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, size_t, MPI_Datatype, int,
                           MPI_Comm, Req*);
+  using Alltoall = int (*)(const void*, const size_t*, const size_t*, MPI_Datatype, void*, const size_t*, const size_t*,
+                           MPI_Datatype, MPI_Comm, Req*);
 };
 
 }  // namespace bine::mpi
