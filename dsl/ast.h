@@ -79,7 +79,12 @@ struct Stmt {
   std::string other; ///< mirror: the mirrored phase
   Span name_span;
   ExprPtr a, b, c;   ///< let/var/assign: a; for: a..b; if: a; send/recv: a=set, b=peer;
-                     ///< exchange: a=out set, b=in set, c=peer; local: a=source, b=destination
+                     ///< exchange: a=out set, b=in set, c=peer; local: a=source, b=destination;
+                     ///< use: c=the schedule's name, a=the `window` set (null: all blocks)
+  /// use: `phase NAME = SCHEDULE on region|across [window S]`, the sub-group the used
+  /// schedule runs on (docs/language.md, "Composition on sub-groups"); none: the caller's ranks.
+  GroupKind group = GroupKind::none;
+  Span group_span;   ///< use: the `on region|across` words
   bool reduce = false;  ///< recv/exchange/local: combine (else copy)
   Span reduce_span;  ///< recv/exchange: the 'reduce' keyword, when present
   Block body, else_body;

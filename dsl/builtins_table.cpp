@@ -34,6 +34,7 @@ const std::vector<BuiltinFn>& builtin_fns() {
       {"local_rank", {T::integer}, T::integer, "bine::local_rank", "index of rank q within its region, in rank order"},
       {"region_size", {T::integer}, T::integer, "bine::region_size", "number of ranks of region g (g modulo regions())"},
       {"region_rank", {T::integer, T::integer}, T::integer, "bine::region_rank", "the rank with local index i in region g"},
+      {"equal_regions", {}, T::boolean, "bine::equal_regions", "every region has as many ranks as region 0"},
   };
   return t;
 }

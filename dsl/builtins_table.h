@@ -19,12 +19,12 @@ struct BuiltinFn {
 enum class BuiltinId {
   log2, ceil_log2, is_pow2, pow2, lowmask, popcount, ctz, clz, bitrev, even, odd, min, max, mod,
   nb, from_nb, rho, nu, size, contains, buf, bufs,
-  regions, region, local_rank, region_size, region_rank,
+  regions, region, local_rank, region_size, region_rank, equal_regions,
 };
 
-/// True for the built-ins that read the region layout (regions() .. region_rank()):
+/// True for the built-ins that read the region layout (regions() .. equal_regions()):
 /// generated code binds it from the communicator before the schedule runs.
-inline bool builtin_reads_regions(int id) { return id >= int(BuiltinId::regions) && id <= int(BuiltinId::region_rank); }
+inline bool builtin_reads_regions(int id) { return id >= int(BuiltinId::regions) && id <= int(BuiltinId::equal_regions); }
 
 /// The table, in a fixed order (indices are stored in Expr::builtin).
 const std::vector<BuiltinFn>& builtin_fns();

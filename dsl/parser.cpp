@@ -472,6 +472,24 @@ class Parser {
               }
               if (!expect(Tok::rparen, "after the parameter values")) return fail();
             }
+            // ... on region|across [window SET]: the used schedule on a sub-group (contextual
+            // words: `on` followed by another name cannot start a statement)
+            if (at(Tok::ident) && cur().text == "on" && peek().kind == Tok::ident) {
+              const Span on_span = cur().span;
+              ++pos_;
+              if (cur().text == "region") s->group = GroupKind::region;
+              else if (cur().text == "across") s->group = GroupKind::across;
+              else {
+                error_here("expected 'region' or 'across' after 'on' (the sub-group the schedule runs on), found " + describe(cur()));
+                return fail();
+              }
+              ++pos_;
+              s->group_span = span_from(on_span);
+              if (at(Tok::ident) && cur().text == "window" && peek().kind != Tok::assign) {
+                ++pos_;
+                if (!(s->a = expr())) return fail();
+              }
+            }
             s->span = span_from(s->span);
             return s;
           }

@@ -254,22 +254,53 @@ class RankRun {
   /// The inlined uses' params, requirements, block and scratch counts and segment sizes,
   /// in pre-order (each after its parent), before the fold's prologue: a composed
   /// schedule's false requirement is an error of the caller, reported at the use.
+  /// A use on a sub-group sees the group's size and index as p and r, and its own block
+  /// count; a use inside it sees the same (the scope of its nearest grouped ancestor).
   void check_uses() {
-    use_segments_.assign(rp_.uses.size(), 0);
-    for (size_t k = 0; k < rp_.uses.size(); ++k) {
+    const size_t n = rp_.uses.size();
+    use_segments_.assign(n, 0);
+    use_p_.assign(n, p_);
+    use_r_.assign(n, r_);
+    use_blocks_.assign(n, blocks);
+    const int64_t top_p = p_, top_r = r_;
+    for (size_t k = 0; k < n; ++k) {
       const InlinedUse& u = rp_.uses[k];
       const Stmt& s = *u.site;
       const ScheduleDecl& t = *u.schedule;
-      for (const Binding& b : u.params) slots_[size_t(b.slot)].i = eval_int(*b.value, b.value->span);
+      const bool top = u.parent < 0;
+      const int64_t caller_p = top ? top_p : use_p_[size_t(u.parent)], caller_r = top ? top_r : use_r_[size_t(u.parent)];
+      const int64_t caller_blocks = top ? blocks : use_blocks_[size_t(u.parent)];
+      use_p_[k] = caller_p, use_r_[k] = caller_r;
+      if (u.group != GroupKind::none) {
+        std::vector<int64_t> members;
+        std::string err;
+        if (!RoundPipeline::group_of(u.group, top_r, members, use_r_[k], err))
+          fail(s.group_span, "phase '" + s.name + "' runs schedule '" + t.name + "' on " + group_kind_name(u.group) + ": " + err);
+        use_p_[k] = int64_t(members.size());
+      }
+      for (const Binding& b : u.params) {  // the caller's values in the caller's scope
+        p_ = b.overridden ? caller_p : use_p_[k], r_ = b.overridden ? caller_r : use_r_[k];
+        slots_[size_t(b.slot)].i = eval_int(*b.value, b.value->span);
+      }
+      p_ = use_p_[k], r_ = use_r_[k];
       for (const ExprPtr& e : u.requires_)
         if (!eval_int(*e, e->span))
           fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
                               "' is false here");
-      if (u.blocks) {
-        const int64_t b = eval_int(*u.blocks, u.blocks->span);
-        if (b != blocks)
+      if (u.group != GroupKind::none) {
+        const int64_t b = u.blocks ? eval_int(*u.blocks, u.blocks->span) : p_;
+        if (b < 1 || b > kMaxBlocks)
           fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
-                              " blocks, but this schedule has " + std::to_string(blocks));
+                              " blocks, outside 1.." + std::to_string(kMaxBlocks));
+        use_blocks_[k] = b;
+      } else {
+        use_blocks_[k] = caller_blocks;
+        if (u.blocks) {
+          const int64_t b = eval_int(*u.blocks, u.blocks->span);
+          if (b != caller_blocks)
+            fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
+                                " blocks, but " + (top ? "this schedule has " : "its caller has ") + std::to_string(caller_blocks));
+        }
       }
       if (u.scratch) {
         const int64_t n = eval_int(*u.scratch, u.scratch->span);
@@ -278,6 +309,7 @@ class RankRun {
                               " scratch buffers, but this schedule declares " + std::to_string(scratch));
       }
       use_segments_[k] = eval_segment(u.segment.get(), u.parent < 0 ? top_segment : use_segments_[size_t(u.parent)]);
+      p_ = top_p, r_ = top_r;
     }
   }
   void check_domain(const Span& at) {
@@ -447,7 +479,23 @@ class RankRun {
         pipe_.begin_phase(s.phase_id);
         phase_name_ = s.name;
         segment_ = use_segments_[size_t(s.use)];
-        exec_block(s.body);
+        if (s.group != GroupKind::none) {
+          // On a sub-group (docs/language.md, "Composition on sub-groups"): the window in the
+          // caller's scope, then the group's p, r and blocks inside.
+          const size_t k = size_t(s.use);
+          const BlockSet window = s.a ? eval_set(*s.a, s.a->span) : BlockSet::all(blocks);
+          std::string err;
+          if (!pipe_.begin_group(s.group, window, use_blocks_[k], err))
+            fail(s.a ? s.a->span : s.group_span,
+                 "phase '" + s.name + "' on " + group_kind_name(s.group) + ", window " + format_blocks(window) + ": " + err);
+          const int64_t saved_p = p_, saved_r = r_, saved_blocks = blocks;
+          p_ = use_p_[k], r_ = use_r_[k], blocks = use_blocks_[k];
+          exec_block(s.body);
+          p_ = saved_p, r_ = saved_r, blocks = saved_blocks;
+          pipe_.end_group();
+        } else {
+          exec_block(s.body);
+        }
         segment_ = saved_segment;
         phase_name_ = saved_name;
         pipe_.end_phase(s.phase_id);
@@ -579,6 +627,7 @@ class RankRun {
       case BuiltinId::local_rank: return bine::local_rank(a);
       case BuiltinId::region_size: return bine::region_size(a);
       case BuiltinId::region_rank: return bine::region_rank(a, b);
+      case BuiltinId::equal_regions: return bine::equal_regions();
       case BuiltinId::size:
       case BuiltinId::contains:
       case BuiltinId::buf:
@@ -696,6 +745,7 @@ class RankRun {
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
   std::vector<int64_t> use_segments_;  ///< [inlined use] the `segment` size in force inside it (bytes)
+  std::vector<int64_t> use_p_, use_r_, use_blocks_;  ///< [inlined use] the p, r and blocks its body sees
   const Stmt* mirror_ = nullptr;  ///< the mirror statement being replayed
   RoundPipeline pipe_;
   std::string phase_name_;

@@ -117,6 +117,8 @@ class Lowering {
     c->phase_id = s.phase_id >= 0 ? s.phase_id + sc.phase_base : -1;
     c->mirror_of = s.mirror_of >= 0 ? s.mirror_of + sc.phase_base : -1;
     c->target = s.target;
+    c->group = s.group;
+    c->group_span = s.group_span;
     for (const Stmt::Override& ov : s.overrides)
       c->overrides.push_back(Stmt::Override{ov.name, ov.span, copy(ov.value.get(), sc), ov.param});
     c->in_fn = s.in_fn;
@@ -148,6 +150,15 @@ class Lowering {
         failed_ = true;
         return;
       }
+    if (s.group != GroupKind::none)
+      for (int q = parent; q >= 0; q = rp_.uses[size_t(q)].parent)
+        if (rp_.uses[size_t(q)].group != GroupKind::none) {
+          if (!failed_)
+            diags_.error(s.group_span, "phase '" + s.name + "' runs on a sub-group inside phase '" + rp_.uses[size_t(q)].path +
+                                           "', which runs on one already; sub-groups do not nest");
+          failed_ = true;
+          return;
+        }
     const int k = int(rp_.uses.size());
     const std::string sub = path.empty() ? s.name : path + "." + s.name;
     rp_.uses.emplace_back();
@@ -156,6 +167,7 @@ class Lowering {
     u.schedule = &t;
     u.site = &c;
     u.parent = parent;
+    u.group = s.group;
     u.path = sub;
     u.slot_base = sc.slot_base;
     u.phase_base = sc.phase_base;
@@ -206,6 +218,8 @@ class Printer {
       os_ << "  use #" << k << " " << u.path << " = " << u.schedule->name << "  // " << u.schedule->name_span.file->name << ":"
           << u.schedule->name_span.line << "; inside " << (u.parent < 0 ? std::string("the top schedule") : "use #" + std::to_string(u.parent))
           << "; slots from " << u.slot_base << ", phases from " << u.phase_base << "\n";
+      if (u.group != GroupKind::none)
+        os_ << "    on " << group_kind_name(u.group) << ": p, r and blocks are the group's (size, index, the used schedule's blocks)\n";
       for (const Binding& b : u.params) binding(b, "    ");
       for (const ExprPtr& e : u.requires_) os_ << "    check requires " << expr(*e) << "\n";
       if (u.blocks) os_ << "    check blocks " << expr(*u.blocks) << " == B\n";
@@ -348,8 +362,9 @@ class Printer {
             << line << "\n";
         return;
       case StmtKind::use:
-        os_ << ind << "phase #" << s.phase_id << " " << s.name << " = use #" << s.use << " " << s.other << " (inlined)" << tag
-            << line << "\n";
+        os_ << ind << "phase #" << s.phase_id << " " << s.name << " = use #" << s.use << " " << s.other
+            << (s.group != GroupKind::none ? std::string(" on ") + group_kind_name(s.group) : std::string())
+            << (s.a ? " window " + expr(*s.a) : std::string()) << " (inlined)" << tag << line << "\n";
         block(s.body, ind + "  ");
         return;
     }

@@ -29,13 +29,17 @@ struct InlinedUse {
   const ScheduleDecl* schedule = nullptr;  ///< the used schedule (names and spans only)
   const Stmt* site = nullptr;  ///< the lowered `use` statement; its body holds the inlined statements
   int parent = -1;             ///< the enclosing use (index in RankProgram::uses), -1: the top schedule
+  /// `on region|across`: the sub-group it runs on (its p, r and blocks are the group's size,
+  /// index and its own block count; its params, requires and checks are evaluated there);
+  /// none: the caller's ranks and blocks. Sub-groups do not nest.
+  GroupKind group = GroupKind::none;
   std::string path;            ///< phase names from the top, e.g. "reduce_scatter" or "whole.rs"
   int slot_base = 0;           ///< the used schedule's slot 0 in the one frame
   int phase_base = 0;          ///< the used schedule's phase 0 among the program's phase ids
   int fn_base = 0, fn_count = 0;  ///< its local fns: RankProgram::fns[fn_base, fn_base + fn_count)
   std::vector<Binding> params;
   std::vector<ExprPtr> requires_;  ///< each must hold (else an error: the caller is wrong, not inapplicable)
-  ExprPtr blocks;    ///< must equal the caller's block count; null: not declared
+  ExprPtr blocks;    ///< must equal the caller's block count (on a sub-group: divide the window); null: not declared
   ExprPtr scratch;   ///< at most the caller's scratch count; null: not declared
   ExprPtr segment;   ///< in force inside (bytes, >= 0); null: the caller's
 };

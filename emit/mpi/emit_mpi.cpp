@@ -271,6 +271,8 @@ class Emitter {
     o << "  if (cx.finished()) return cx.finish();\n";
     bool reads_regions = false;
     used_top_fns(&reads_regions);
+    for (const InlinedUse& u : rp_.uses)
+      if (u.group != GroupKind::none) reads_regions = true;  // the groups come from the layout
     if (reads_regions)  // region built-ins: the communicator's layout, bound before the plan lookup (its key)
       o << "  if ((rc = bine::mpi::bind_regions(cx)) != MPI_SUCCESS) return rc;\n";
     o << "  // A call of the same shape as an earlier one replays its rounds (persistent plan).\n";
@@ -441,7 +443,9 @@ class Emitter {
   /// The params of an inlined use, bound as lower() bound them: the caller's values into
   /// temporaries first (evaluated in the caller's scope, before the used schedule's names
   /// shadow it), then every param of the used schedule.
-  void use_params(const InlinedUse& u, const std::string& in) {
+  void use_params(const InlinedUse& u, const std::string& in) { use_bindings(u, in, use_overrides(u, in)); }
+  /// The caller's values of an inlined use's params, into temporaries (the caller's scope).
+  std::vector<std::string> use_overrides(const InlinedUse& u, const std::string& in) {
     std::vector<std::string> value(u.params.size());
     int given = 0;
     for (size_t k = 0; k < u.params.size(); ++k) {
@@ -450,6 +454,10 @@ class Emitter {
       *out_ << in << "const int64_t " << value[k] << " = " << expr(*u.params[k].value) << ";  // " << u.schedule->name
             << "(" << u.params[k].name << " = ...)\n";
     }
+    return value;
+  }
+  /// Every param of an inlined use (the used schedule's scope), overridden ones from `value`.
+  void use_bindings(const InlinedUse& u, const std::string& in, const std::vector<std::string>& value) {
     for (size_t k = 0; k < u.params.size(); ++k) {
       const Binding& b = u.params[k];
       *out_ << in << "const int64_t " << mangle(b.name) << " = " << (b.overridden ? value[k] : expr(*b.value))
@@ -460,6 +468,28 @@ class Emitter {
   void use_fns(const InlinedUse& u, const std::string& in) {
     for (int i = u.fn_base; i < u.fn_base + u.fn_count; ++i) fn(rp_.fns[size_t(i)], in);
   }
+  /// Opens the scope of a use on a sub-group inside the C++ block at `ind`: the group's size
+  /// and index, the caller's parameter values, then a nested block where p, r (and the
+  /// top-level fns, which may read them) are the group's, the params bound and `B` the used
+  /// schedule's block count. Returns the nested block's indentation; the caller closes it.
+  std::string open_group_scope(const InlinedUse& u, const std::string& ind) {
+    std::ostream& o = *out_;
+    const std::string kind = std::string("bine::GroupKind::") + group_kind_name(u.group);
+    o << ind << "int64_t bine_gp = 0, bine_gr = 0;  // the group's size and this rank's index in it\n";
+    o << ind << "if ((rc = cx.group_of(" << kind << ", &bine_gp, &bine_gr)) != MPI_SUCCESS) return rc;\n";
+    const std::vector<std::string> given = use_overrides(u, ind);
+    o << ind << "{  // on " << group_kind_name(u.group) << ": p and r are the group's\n";
+    const std::string in = ind + "  ";
+    o << in << "const int64_t p = bine_gp;\n" << in << "const int64_t r = bine_gr;\n" << in << "(void)p; (void)r;\n";
+    const std::vector<bool> used = used_top_fns();
+    for (size_t i = 0; i < rp_.program->fns.size(); ++i)
+      if (used[i]) fn(rp_.program->fns[i], in);
+    use_bindings(u, in, given);
+    use_fns(u, in);
+    o << in << "const int64_t B = " << (u.blocks ? expr(*u.blocks) : std::string("p")) << ";  // the blocks of " << u.schedule->name
+      << "\n";
+    return in;
+  }
   /// The hoisted requirements, block, scratch and segment checks of the uses inlined in
   /// `parent` (-1: the top schedule), each in a C++ block of its own, nested so that a use
   /// inside a used schedule sees that schedule's params.
@@ -469,13 +499,21 @@ class Emitter {
       if (u.parent != parent) continue;
       const ScheduleDecl& t = *u.schedule;
       *out_ << ind << "{  // requires of composed schedule " << t.name << " (phase " << u.site->name << ")\n";
-      const std::string in = ind + "  ";
-      use_params(u, in);
-      use_fns(u, in);
+      std::string in = ind + "  ";
+      const bool grouped = u.group != GroupKind::none;
+      if (grouped) {
+        in = open_group_scope(u, in);
+      } else {
+        use_params(u, in);
+        use_fns(u, in);
+      }
       const std::string of = " (of composed schedule " + t.name + ")";
       for (const ExprPtr& e : u.requires_)
         *out_ << in << "if (!(" << expr(*e) << ")) return cx.fail_requires(" << c_string(e->span.text() + of) << ");\n";
-      if (u.blocks)
+      if (grouped)
+        *out_ << in << "if (B < 1) return cx.fail(MPI_ERR_OTHER, "
+              << c_string("composed schedule " + t.name + " has a block count below 1") << ");\n";
+      else if (u.blocks)
         *out_ << in << "if ((" << expr(*u.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has another block count") << ");\n";
       if (u.scratch)
@@ -485,6 +523,7 @@ class Emitter {
         *out_ << in << "if ((" << expr(*u.segment) << ") < 0) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has a negative segment size") << ");\n";
       precheck_uses(int(k), in);
+      if (grouped) *out_ << ind << "  }\n";
       *out_ << ind << "}\n";
     }
   }
@@ -712,12 +751,20 @@ class Emitter {
         const InlinedUse& u = rp_.uses[size_t(s.use)];
         const ScheduleDecl& t = *u.schedule;
         o << ind << "// phase " << s.name << " = " << t.name << " (" << t.name_span.file->name << ":" << t.name_span.line
-          << "), inlined\n";
+          << ")" << (u.group != GroupKind::none ? std::string(" on ") + group_kind_name(u.group) : std::string()) << ", inlined\n";
         o << ind << "cx.begin_phase(" << s.phase_id << ");\n";
         o << ind << "{\n";
-        const std::string in = ind + "  ";
-        use_params(u, in);
-        use_fns(u, in);
+        std::string in = ind + "  ";
+        if (u.group != GroupKind::none) {
+          o << in << "const bine::BlockSet bine_window = " << (s.a ? expr(*s.a) : std::string("bine::BlockSet::all(B)"))
+            << ";  // in the caller's blocks\n";
+          in = open_group_scope(u, in);
+          o << in << "if ((rc = cx.begin_group(bine::GroupKind::" << group_kind_name(u.group)
+            << ", bine_window, B)) != MPI_SUCCESS) return rc;\n";
+        } else {
+          use_params(u, in);
+          use_fns(u, in);
+        }
         if (u.segment) {
           o << in << "const int64_t bine_outer_segment = cx.segment();\n";
           o << in << "if ((rc = cx.set_segment(" << expr(*u.segment) << ")) != MPI_SUCCESS) return rc;  // segment of " << t.name
@@ -725,6 +772,7 @@ class Emitter {
         }
         block(s.body, in);
         if (u.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
+        if (u.group != GroupKind::none) o << in << "cx.end_group();\n" << ind << "  }\n";
         o << ind << "}\n";
         o << ind << "cx.end_phase(" << s.phase_id << ");\n";
         return;

@@ -79,6 +79,28 @@ struct FoldMap {
 
 struct Failure {};
 
+/// A composed phase on a sub-group (`phase X = S on region|across window W`): group index w
+/// is rank members[w mod size]; group block x of buffer j = x / inner is the caller's blocks
+/// j * outer + lo + (x mod inner) * k + t, t < k. Mapped block by block (the pipeline maps
+/// ranges).
+struct GroupMap {
+  bool on = false;
+  std::vector<int64_t> members;
+  int64_t index = 0, lo = 0, k = 1, inner = 1, outer = 1;
+  int64_t peer(int64_t w) const { return on ? members[size_t(mod(w, int64_t(members.size())))] : w; }
+  BlockSet blocks(const BlockSet& s) const {
+    if (!on) return s;
+    std::vector<int64_t> out;
+    for (const auto& [a, b] : s.ranges())
+      for (int64_t x = a; x < b; ++x)
+        for (int64_t t = 0; t < k; ++t) out.push_back((x / inner) * outer + lo + (x % inner) * k + t);
+    std::sort(out.begin(), out.end());
+    BlockSet r;
+    for (int64_t y : out) r.push_back_block(y);
+    return r;
+  }
+};
+
 /// "p=P root=R" for rooted collectives, "p=P" otherwise: the instance an error is about.
 std::string instance_label(int64_t p, int64_t root, Collective c) {
   return "p=" + std::to_string(p) + (collective_is_rooted(c) ? " root=" + std::to_string(root) : "");
@@ -231,21 +253,21 @@ class RankRun {
         else exec_block(s.else_body);
         return;
       case StmtKind::send: {
-        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
+        BlockSet set = fm_.real_blocks(gm_.blocks(eval_set(*s.a, s.span)));
+        const int64_t peer = fm_.real_peer(gm_.peer(eval_int(*s.b, s.span)));
         add(SendOp{peer, std::move(set), Origin{s.span, {}, {}}});
         return;
       }
       case StmtKind::recv: {
-        BlockSet set = fm_.real_blocks(eval_set(*s.a, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.b, s.span));
+        BlockSet set = fm_.real_blocks(gm_.blocks(eval_set(*s.a, s.span)));
+        const int64_t peer = fm_.real_peer(gm_.peer(eval_int(*s.b, s.span)));
         add(RecvOp{peer, std::move(set), s.reduce, Origin{s.span, {}, {}}});
         return;
       }
       case StmtKind::exchange: {
-        BlockSet out = fm_.real_blocks(eval_set(*s.a, s.span));
-        BlockSet in = fm_.real_blocks(eval_set(*s.b, s.span));
-        const int64_t peer = fm_.real_peer(eval_int(*s.c, s.span));
+        BlockSet out = fm_.real_blocks(gm_.blocks(eval_set(*s.a, s.span)));
+        BlockSet in = fm_.real_blocks(gm_.blocks(eval_set(*s.b, s.span)));
+        const int64_t peer = fm_.real_peer(gm_.peer(eval_int(*s.c, s.span)));
         add(SendOp{peer, std::move(out), Origin{s.span, {}, {}}});
         add(RecvOp{peer, std::move(in), s.reduce, Origin{s.span, {}, {}}});
         return;
@@ -264,8 +286,8 @@ class RankRun {
       case StmtKind::frames:  // newer than this frozen oracle (the library has no frames schedule)
         fail(s.span, "'frames' is not supported by the reference interpreter");
       case StmtKind::local: {
-        BlockSet src = fm_.real_blocks(eval_set(*s.a, s.span));
-        BlockSet dst = fm_.real_blocks(eval_set(*s.b, s.span));
+        BlockSet src = fm_.real_blocks(gm_.blocks(eval_set(*s.a, s.span)));
+        BlockSet dst = fm_.real_blocks(gm_.blocks(eval_set(*s.b, s.span)));
         add(LocalOp{std::move(src), std::move(dst), s.reduce, Origin{s.span, {}, {}}});
         return;
       }
@@ -290,6 +312,14 @@ class RankRun {
           hit[size_t(d)] = 1;
           op.to[size_t(j)] = d;
         }
+        if (gm_.on) {  // inside a sub-group: each group block is k caller blocks of the window
+          std::vector<int64_t> to(size_t(gm_.outer));
+          for (int64_t x = 0; x < gm_.outer; ++x) to[size_t(x)] = x;
+          for (int64_t x = gm_.lo; x < gm_.lo + gm_.inner * gm_.k; ++x)
+            to[size_t(x)] = gm_.lo + op.to[size_t((x - gm_.lo) / gm_.k)] * gm_.k + (x - gm_.lo) % gm_.k;
+          op.to = std::move(to);
+          op.blocks = BlockSet::all(gm_.outer);
+        }
         add(std::move(op));
         return;
       }
@@ -301,6 +331,36 @@ class RankRun {
         // Parameter values set by this call, evaluated in the caller's scope.
         std::vector<std::pair<int, int64_t>> given;
         for (const Stmt::Override& ov : s.overrides) given.emplace_back(ov.param, eval_int(*ov.value, ov.value->span));
+        // On a sub-group: the members (every rank of this region in rank order, or the rank
+        // of every region with this rank's local index, in region order), the window in the
+        // caller's blocks; the group's p and r from here on.
+        const int64_t saved_p = p_, saved_r = r_, saved_blocks = blocks;
+        GroupMap gm;
+        BlockSet window;
+        if (s.group != GroupKind::none) {
+          if (gm_.on) fail(s.span, "sub-groups do not nest");
+          const RegionLayout& lay = region_layout();
+          std::vector<int64_t> count(size_t(lay.p), 0);
+          for (int64_t x = 0; x < lay.p; ++x) ++count[size_t(lay.region_of[size_t(x)])];
+          for (int64_t x = 0; x < lay.p; ++x)
+            if (count[size_t(lay.region_of[size_t(x)])] != count[0]) fail(s.group_span, "regions are not of one size");
+          const int64_t me = r_;
+          for (int64_t x = 0; x < lay.p; ++x) {
+            const bool same = s.group == GroupKind::region ? lay.region_of[size_t(x)] == lay.region_of[size_t(me)]
+                                                           : lay.local_of[size_t(x)] == lay.local_of[size_t(me)];
+            if (x == me) gm.index = int64_t(gm.members.size());
+            if (same) gm.members.push_back(x);
+          }
+          if (s.group == GroupKind::across)  // in region order: regions are numbered by their lowest rank
+            std::sort(gm.members.begin(), gm.members.end(),
+                      [&](int64_t a, int64_t b) { return lay.region_of[size_t(a)] < lay.region_of[size_t(b)]; });
+          for (size_t i = 0; i < gm.members.size(); ++i)
+            if (gm.members[i] == me) gm.index = int64_t(i);
+          window = s.a ? eval_set(*s.a, s.a->span) : BlockSet::all(blocks);
+          gm.outer = blocks;
+          p_ = int64_t(gm.members.size());
+          r_ = gm.index;
+        }
         const ScheduleDecl* saved_sd = sd_;
         std::vector<Value> saved_slots = std::move(slots_);
         std::vector<std::pair<size_t, size_t>> saved_phases = std::move(phase_rounds_);
@@ -319,7 +379,15 @@ class RankRun {
           if (!eval_int(*e, e->span))
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
                                 "' is false here");
-        if (t.blocks) {
+        if (s.group != GroupKind::none) {
+          gm.inner = t.blocks ? eval_int(*t.blocks, t.blocks->span) : p_;
+          if (window.ranges().size() != 1 || gm.inner < 1 || window.size() % gm.inner != 0)
+            fail(s.span, "bad window for the sub-group");
+          gm.lo = window.ranges()[0].first;
+          gm.k = window.size() / gm.inner;
+          gm.on = true;
+          blocks = gm.inner;
+        } else if (t.blocks) {
           const int64_t b = eval_int(*t.blocks, t.blocks->span);
           if (b != blocks)
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
@@ -333,7 +401,10 @@ class RankRun {
         }
         const int64_t saved_segment = segment_;
         segment_ = eval_segment(t, segment_);
+        std::swap(gm_, gm);
         exec_top(t.body, at_end_);
+        std::swap(gm_, gm);
+        p_ = saved_p, r_ = saved_r, blocks = saved_blocks;
         segment_ = saved_segment;
         sd_ = saved_sd;
         slots_ = std::move(saved_slots);
@@ -488,6 +559,7 @@ class RankRun {
       case BuiltinId::local_rank: return bine::local_rank(a);
       case BuiltinId::region_size: return bine::region_size(a);
       case BuiltinId::region_rank: return bine::region_rank(a, b);
+      case BuiltinId::equal_regions: return bine::equal_regions();
       case BuiltinId::size:
       case BuiltinId::contains:
       case BuiltinId::buf:
@@ -602,6 +674,7 @@ class RankRun {
   int64_t p_real_, root_real_;
   Collective collective_;  ///< of the top-level schedule (error labels)
   int64_t p_ = 1, r_ = 0, root_ = 0;
+  GroupMap gm_;  ///< the sub-group of the composed phase being run
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
   std::vector<std::pair<size_t, size_t>> phase_rounds_;

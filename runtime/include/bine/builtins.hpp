@@ -284,6 +284,15 @@ inline const RegionLayout* bound_regions() {
   if (l.p < 1) return domain_error("no region layout is bound"), nullptr;
   return &l;
 }
+/// Whether every region has as many ranks as region 0 (the condition of a composed phase on
+/// a sub-group, `phase NAME = SCHEDULE on region|across`).
+inline bool equal_regions() {
+  const RegionLayout* l = bound_regions();
+  if (!l) return false;
+  for (size_t g = 1; g + 1 < l->start.size(); ++g)
+    if (l->start[g + 1] - l->start[g] != l->start[1] - l->start[0]) return false;
+  return true;
+}
 /// Number of regions.
 inline int64_t regions() {
   const RegionLayout* l = bound_regions();

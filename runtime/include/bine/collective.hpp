@@ -24,6 +24,16 @@ enum class FoldData { none, all, own_block };
 /// language, the Schedule IR and the runtime.
 enum class FoldKind { none, two_one, three_two, ring };
 
+/// The sub-group a composed phase runs on (`phase NAME = SCHEDULE on region|across`,
+/// docs/language.md, "Composition on sub-groups"): none (the caller's ranks), the ranks of
+/// the caller's region (a node; its own index is local_rank(r)), or the ranks with the
+/// caller's local index, one per region (its own index is region(r)). Groups are built from
+/// the region layout (docs/topology.md, "Regions in schedules").
+enum class GroupKind { none, region, across };
+inline const char* group_kind_name(GroupKind g) {
+  return g == GroupKind::region ? "region" : g == GroupKind::across ? "across" : "none";
+}
+
 /// The condition `fold ring R` puts on p, as `check`, the header's `_requires` and the
 /// runtime's error text state it: "p % R == 0 (fold ring R)".
 inline std::string fold_ring_condition(int64_t R) {

@@ -170,8 +170,8 @@ class PlanContext {
     scratch_ = K;
     return kOk;
   }
-  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_, geometry_blocks()); }
-  BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) { return buffers_blocks(a, b, s, scratch_, geometry_blocks()); }
+  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_, scope_blocks()); }
+  BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) { return buffers_blocks(a, b, s, scratch_, scope_blocks()); }
   void local(const BlockSet& src, const BlockSet& dst, bool reduce) { pipe_.local(src, dst, reduce); }
   void begin_phase(int id) { pipe_.begin_phase(id); }
   void end_phase(int id) { pipe_.end_phase(id); }
@@ -181,8 +181,23 @@ class PlanContext {
   template <class F>
   void permute(F f) {
     std::vector<int64_t> to;
-    if (block_permutation(f, geometry_blocks(), to)) pipe_.permute(std::move(to));
+    if (block_permutation(f, scope_blocks(), to)) pipe_.permute(std::move(to));
   }
+  /// Sub-groups (`phase NAME = SCHEDULE on region|across`), as bine::mpi::BasicContext.
+  int group_of(GroupKind kind, int64_t* size, int64_t* index) {
+    std::vector<int64_t> members;
+    std::string err;
+    if (!RoundPipeline::group_of(kind, pipe_.r(), members, *index, err))
+      return fail(kErrOther, "phase on %s: %s", group_kind_name(kind), err.c_str());
+    *size = int64_t(members.size());
+    return kOk;
+  }
+  int begin_group(GroupKind kind, const BlockSet& window, int64_t B) {
+    std::string err;
+    if (!pipe_.begin_group(kind, window, B, err)) return fail(kErrOther, "phase on %s: %s", group_kind_name(kind), err.c_str());
+    return kOk;
+  }
+  void end_group() { pipe_.end_group(); }
   int end_round() {
     if (const int dr = fail_domain(); dr != kOk) return dr;
     return pipe_.end_round(sink_);
@@ -215,6 +230,7 @@ class PlanContext {
   using ElemRange = std::pair<uint64_t, uint64_t>;
 
   int64_t geometry_blocks() const { return blocked_ ? q_.p : blocks_set_ ? pipe_.stride() : 1; }
+  int64_t scope_blocks() const { return pipe_.in_group() ? pipe_.scope_blocks() : geometry_blocks(); }
   void element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
     const uint64_t B = uint64_t(geometry_blocks());
     out.clear();

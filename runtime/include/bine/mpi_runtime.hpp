@@ -1275,10 +1275,10 @@ class BasicContext {
   }
   /// buf(j, S): blocks S of buffer j (0: the vector, 1..K: the scratch buffers), i.e. the
   /// block indices j * B + S. A domain error (MPI_ERR_OTHER) outside 0..K.
-  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_buffers_, geometry_blocks()); }
+  BlockSet buf(int64_t j, const BlockSet& s) { return buffer_blocks(j, s, scratch_buffers_, scope_blocks()); }
   /// bufs(a, b, S): blocks S of buffers a .. b-1; a domain error unless 0 <= a <= b <= K + 1.
   BlockSet bufs(int64_t a, int64_t b, const BlockSet& s) {
-    return buffers_blocks(a, b, s, scratch_buffers_, geometry_blocks());
+    return buffers_blocks(a, b, s, scratch_buffers_, scope_blocks());
   }
   /// `reduce src into dst` / `copy src into dst`: applied after the round's receives, in
   /// program order; the k-th block of src goes to the k-th block of dst (reduce:
@@ -1300,8 +1300,27 @@ class BasicContext {
   template <class F>
   void permute(F f) {
     std::vector<int64_t> to;
-    if (block_permutation(f, geometry_blocks(), to)) pipe_.permute(std::move(to));
+    if (block_permutation(f, scope_blocks(), to)) pipe_.permute(std::move(to));
   }
+  /// `phase NAME = SCHEDULE on region|across`: the group's size and this rank's index in it
+  /// (bine::RoundPipeline::group_of; MPI_ERR_OTHER when the regions are not of one size).
+  int group_of(GroupKind kind, int64_t* size, int64_t* index) {
+    std::vector<int64_t> members;
+    std::string err;
+    if (!RoundPipeline::group_of(kind, pipe_.r(), members, *index, err))
+      return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
+    *size = int64_t(members.size());
+    return MPI_SUCCESS;
+  }
+  /// Runs the statements up to end_group() on that group, its `B` blocks mapped onto the
+  /// caller's blocks `window` (bine::RoundPipeline::begin_group; MPI_ERR_OTHER for a bad window).
+  int begin_group(GroupKind kind, const BlockSet& window, int64_t B) {
+    std::string err;
+    if (!pipe_.begin_group(kind, window, B, err))
+      return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
+    return MPI_SUCCESS;
+  }
+  void end_group() { pipe_.end_group(); }
   /// Ends the round: posts its transfers, waits for them, then applies its reductions,
   /// local statements and permutations (through the pipeline, which logs it for mirrors
   /// and rewrites it under `fold 3-2`).
@@ -1809,6 +1828,8 @@ class BasicContext {
   /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
   /// block, the whole vector, before set_blocks()).
   int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? pipe_.stride() : 1; }
+  /// The blocks per buffer that the running statements index (a sub-group's own inside one).
+  int64_t scope_blocks() const { return pipe_.in_group() ? pipe_.scope_blocks() : geometry_blocks(); }
   /// Element ranges (offset, count) of a block set in the working buffer, scratch
   /// included, appended to `out`; returns how many (empty blocks are skipped).
   uint32_t element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {

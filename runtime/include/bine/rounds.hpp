@@ -33,7 +33,9 @@
 //   int fold_error(const FoldRoundError& e)  the body's first round cannot host `fold 3-2`
 // and returns 0 to go on; any other value stops the pipeline and is passed back.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -193,6 +195,7 @@ class RoundPipeline {
     ops_.clear();
     first_sent_ = first_kept_ = BlockSet();
     fused_ = false;
+    group_.on = false;
   }
   const FoldLayout& layout() const { return lay_; }
   /// Process count, rank and root the body sees (virtual under a fold).
@@ -222,6 +225,85 @@ class RoundPipeline {
   }
   int64_t real_peer(int64_t w) const { return lay_.real_peer(w, ring_c_); }
 
+  // ---- sub-groups: `phase NAME = SCHEDULE on region|across` ----
+  /// The sub-group `kind` of body rank `rank` under the bound region layout (bine/builtins.hpp):
+  /// its members in group order (region: the ranks of the rank's region in rank order;
+  /// across: the rank with the same local index in every region, in region order) and the
+  /// rank's index among them. False, with `err` set, when no layout is bound or the regions
+  /// are not all of one size (the groups would differ in size, so the composed schedule's
+  /// rounds would not line up across groups; docs/language.md, "Composition on sub-groups").
+  static bool group_of(GroupKind kind, int64_t rank, std::vector<int64_t>& members, int64_t& index, std::string& err) {
+    members.clear();
+    index = 0;
+    if (!bound_regions()) {
+      const char* e = take_domain_error();
+      return err = e ? e : "no region layout is bound", false;
+    }
+    const int64_t n = regions();
+    if (!equal_regions()) {
+      err = std::string("the ") + std::to_string(n) + " regions are not of one size (region 0 has " +
+            std::to_string(region_size(0)) + " ranks";
+      for (int64_t g = 1; g < n; ++g)
+        if (region_size(g) != region_size(0)) {
+          err += ", region " + std::to_string(g) + " has " + std::to_string(region_size(g));
+          break;
+        }
+      return err += ")", false;
+    }
+    const int64_t g = region(rank), l = local_rank(rank);
+    if (kind == GroupKind::region) {
+      for (int64_t i = 0; i < region_size(g); ++i) members.push_back(region_rank(g, i));
+      index = l;
+    } else {
+      for (int64_t h = 0; h < n; ++h) members.push_back(region_rank(h, l));
+      index = g;
+    }
+    return true;
+  }
+  /// Starts a composed phase on sub-group `kind` of this rank: its body's ranks are the
+  /// group's indices and its `inner_blocks` blocks (per buffer) map, in order, onto the
+  /// caller's blocks `window` (one contiguous range of the vector's blocks whose length is a
+  /// multiple k of inner_blocks: inner block j is the caller's blocks
+  /// [lo + j k, lo + (j + 1) k), and block j of scratch buffer i is the same blocks of that
+  /// buffer). False, with `err` set, for a bad window, nested groups or unequal regions.
+  bool begin_group(GroupKind kind, const BlockSet& window, int64_t inner_blocks, std::string& err) {
+    if (group_.on) return err = "a phase on a sub-group cannot run inside another one", false;
+    if (!group_of(kind, vrank_, group_.members, group_.index, err)) return false;
+    const auto& rg = window.ranges();
+    if (rg.size() != 1 || rg[0].first < 0 || rg[0].second > body_blocks_)
+      return err = "the window must be one non-empty range of the caller's " + std::to_string(body_blocks_) + " blocks", false;
+    const int64_t len = rg[0].second - rg[0].first;
+    if (inner_blocks < 1 || len % inner_blocks != 0)
+      return err = "the window's " + std::to_string(len) + " blocks are not a multiple of the composed schedule's " +
+                   std::to_string(inner_blocks) + " blocks", false;
+    group_.on = true;
+    group_.lo = rg[0].first;
+    group_.k = len / inner_blocks;
+    group_.inner = inner_blocks;
+    return true;
+  }
+  void end_group() { group_.on = false; }
+  bool in_group() const { return group_.on; }
+  /// Blocks per buffer that the statements being run index: the group's inside a composed
+  /// phase on a sub-group, else the body's.
+  int64_t scope_blocks() const { return group_.on ? group_.inner : body_blocks_; }
+  /// Group index -> body rank (taken modulo the group's size, like every rank).
+  int64_t group_peer(int64_t w) const {
+    return group_.on ? group_.members[size_t(mod(w, int64_t(group_.members.size())))] : w;
+  }
+  /// Group blocks -> body blocks (see begin_group()).
+  BlockSet group_blocks(const BlockSet& in) const {
+    if (!group_.on) return in;
+    const int64_t Bi = group_.inner, Bo = body_blocks_, lo = group_.lo, k = group_.k;
+    BlockSet out;
+    for (const auto& [a, c] : in.ranges())
+      for (int64_t j = a / Bi; j * Bi < c; ++j) {
+        const int64_t x = std::max(a, j * Bi) - j * Bi, y = std::min(c, (j + 1) * Bi) - j * Bi;
+        out = out | BlockSet::range(j * Bo + lo + x * k, j * Bo + lo + y * k, (j + 1) * Bo);
+      }
+    return out;
+  }
+
   // ---- the body ----
   void begin_phase(int id) {
     if (int(phases_.size()) <= id) phases_.resize(size_t(id) + 1, {0, 0});
@@ -231,23 +313,31 @@ class RoundPipeline {
   void begin_round() { ops_.clear(); }
   /// Body statements: `set` of body blocks to / from body rank `peer` (mod p()).
   void send(const BlockSet& set, int64_t peer, int32_t site = -1) {
-    ops_.push_back(RoundOp::send_op(real_peer(peer), real_blocks(set), Via::direct, site));
+    ops_.push_back(RoundOp::send_op(real_peer(group_peer(peer)), real_blocks(group_blocks(set)), Via::direct, site));
   }
   void recv(const BlockSet& set, int64_t peer, bool reduce, int32_t site = -1) {
-    ops_.push_back(RoundOp::recv_op(real_peer(peer), real_blocks(set), reduce, Via::direct, site));
+    ops_.push_back(RoundOp::recv_op(real_peer(group_peer(peer)), real_blocks(group_blocks(set)), reduce, Via::direct, site));
   }
   /// `reduce src into dst` / `copy src into dst` (applied after the round's receives).
   void local(const BlockSet& src, const BlockSet& dst, bool reduce, int32_t site = -1) {
     RoundOp o;
     o.kind = RoundOp::Kind::local;
     o.reduce = reduce;
-    o.blocks = real_blocks(dst);
-    o.src = real_blocks(src);
+    o.blocks = real_blocks(group_blocks(dst));
+    o.src = real_blocks(group_blocks(src));
     o.site = site;
     ops_.push_back(std::move(o));
   }
   /// `permute`: block j moves to block to[j] (the driver checked the bijection).
   void permute(std::vector<int64_t> to, int32_t site = -1) {
+    if (group_.on) {  // the group's blocks move within the window, the rest stays
+      std::vector<int64_t> outer(static_cast<size_t>(body_blocks_));
+      for (int64_t j = 0; j < body_blocks_; ++j) outer[size_t(j)] = j;
+      for (size_t j = 0; j < to.size(); ++j)
+        for (int64_t t = 0; t < group_.k; ++t)
+          outer[size_t(group_.lo + int64_t(j) * group_.k + t)] = group_.lo + to[j] * group_.k + t;
+      to = std::move(outer);
+    }
     RoundOp o;
     o.kind = RoundOp::Kind::permute;
     o.blocks = BlockSet::all(body_blocks_);
@@ -525,6 +615,15 @@ class RoundPipeline {
     return 0;
   }
 
+  /// The sub-group of the composed phase being run (begin_group()).
+  struct Group {
+    bool on = false;
+    std::vector<int64_t> members;  ///< [group index] body rank
+    int64_t index = 0;             ///< this rank's group index
+    int64_t lo = 0, k = 1;         ///< window start; caller blocks per group block
+    int64_t inner = 1;             ///< the group's blocks per buffer
+  };
+  Group group_;
   FoldLayout lay_;
   int64_t rank_ = 0, vrank_ = 0, ring_c_ = 0;
   int64_t blocks_ = 1, body_blocks_ = 1;
