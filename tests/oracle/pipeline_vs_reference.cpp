@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bine/builtins.hpp"
 #include "instantiate.h"
 #include "reference_instantiate.h"
 #include "sema.h"
@@ -85,8 +86,15 @@ bool same_schedule(const bine::Schedule& a, const bine::Schedule& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --regions SPEC: the region layout of every instance (bine-cc --regions), so that the
+  // schedules that read it (locality-aware Bruck, phases on sub-groups) are compared on it.
+  if (argc > 2 && std::string(argv[1]) == "--regions") {
+    bine::region_spec() = argv[2];
+    argv += 2;
+    argc -= 2;
+  }
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s MAXP ROOTS FILE.bine...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--regions SPEC] MAXP ROOTS FILE.bine...\n", argv[0]);
     return 2;
   }
   const int64_t maxp = std::atoll(argv[1]), all_roots = std::atoll(argv[2]);
@@ -133,6 +141,7 @@ int main(int argc, char** argv) {
         }
     }
   }
-  std::printf("%ld instances compared, %ld differ\n", compared, differ);
+  std::printf("%ld instances compared, %ld differ%s\n", compared, differ,
+              bine::region_spec().empty() ? "" : (" (--regions " + bine::region_spec() + ")").c_str());
   return differ ? 1 : 0;
 }

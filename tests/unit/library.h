@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "bine/builtins.hpp"
 #include "instantiate.h"
 #include "sema.h"
 
@@ -19,5 +20,11 @@ Schedule inst(const std::string& name, int64_t p, int64_t root = 0);
 const Program& library_with(const std::string& extra);
 /// As `inst`, for a schedule of `program` (e.g. one of library_with(...)).
 Schedule inst(const Program& program, const std::string& name, int64_t p, int64_t root = 0);
+
+/// Sets the layout of the region built-ins (bine-cc --regions SPEC) for one scope.
+struct RegionsScope {
+  explicit RegionsScope(const std::string& spec) { region_spec() = spec; }
+  ~RegionsScope() { region_spec().clear(); }
+};
 
 }  // namespace bine::test

@@ -23,12 +23,6 @@ namespace {
 using namespace bine;
 using namespace bine::test;
 
-/// Sets the layout of the region built-ins (bine-cc --regions) for one scope.
-struct RegionsScope {
-  explicit RegionsScope(const std::string& spec) { region_spec() = spec; }
-  ~RegionsScope() { region_spec().clear(); }
-};
-
 std::vector<int64_t> labels_of(const std::string& spec, int64_t p) {
   std::vector<int64_t> l;
   std::string err;
