@@ -27,7 +27,8 @@ struct Message {
   int64_t send_index = 0;  ///< posting position among the sender's ops in the round
   uint64_t elements = 0, bytes = 0;
   uint64_t pieces = 1;     ///< segments it travels as (the round's `segment` size)
-  bool bidirectional = false, local = false;
+  bool bidirectional = false;
+  int link = 2;            ///< CostParams::link(): 0 local, 1 within a group, 2 global
   double cost = 0;
   // simulation state
   int arrived = 0;
@@ -110,8 +111,13 @@ class Simulator {
 
   bool check_params(std::string& err) {
     auto bad = [](double x) { return !(x >= 0) || std::isinf(x); };
-    if (bad(prm_.alpha) || bad(prm_.beta) || bad(prm_.gamma) || bad(prm_.alpha_local) || bad(prm_.beta_local)) {
-      err = "alpha, beta, gamma, alpha_local and beta_local must be finite and >= 0";
+    if (bad(prm_.alpha) || bad(prm_.beta) || bad(prm_.gamma) || bad(prm_.alpha_local) || bad(prm_.beta_local) ||
+        bad(prm_.alpha_group) || bad(prm_.beta_group)) {
+      err = "alpha, beta, gamma, alpha_local, beta_local, alpha_group and beta_group must be finite and >= 0";
+      return false;
+    }
+    if (!prm_.group.empty() && int64_t(prm_.group.size()) != s_.p) {
+      err = "the group map has " + std::to_string(prm_.group.size()) + " ranks, the schedule " + std::to_string(s_.p);
       return false;
     }
     if (!(prm_.f_alpha > 0) || !(prm_.f_beta > 0) || std::isinf(prm_.f_alpha) || std::isinf(prm_.f_beta)) {
@@ -170,8 +176,8 @@ class Simulator {
     if (piece >= e) return e;
     for (size_t j = 0; j < rd.size(); ++j)
       if (j != i && is_transfer(rd[j]) && !(blocks_of(rd[j]) & rv.blocks).empty()) return e;
-    const bool local = prm_.local(x, y);
-    const double a = local ? prm_.alpha_local : prm_.alpha, b = local ? prm_.beta_local : prm_.beta;
+    const int link = prm_.link(x, y);
+    const double a = prm_.alpha_of(link), b = prm_.beta_of(link);
     if (prm_.gamma * double(piece) > a + double(piece * v_.elem_size) * b) return e;
     return e - (e - 1) / piece * piece;  // the last piece
   }
@@ -252,12 +258,12 @@ class Simulator {
             return false;
           }
           m.bytes = m.elements * v_.elem_size;
-          m.local = prm_.local(x, y);
+          m.link = prm_.link(x, y);
           m.bidirectional = sends_to(y, x);
           const uint64_t piece = piece_elements(t);
           m.pieces = m.elements <= piece ? 1 : (m.elements - 1) / piece + 1;
           const double fa = m.bidirectional ? 1.0 : prm_.f_alpha, fb = m.bidirectional ? 1.0 : prm_.f_beta;
-          const double a = m.local ? prm_.alpha_local : prm_.alpha, b = m.local ? prm_.beta_local : prm_.beta;
+          const double a = prm_.alpha_of(m.link), b = prm_.beta_of(m.link);
           m.cost = double(m.pieces) * fa * a + fb * double(m.bytes) * b;
           msgs_.push_back(m);
         }
@@ -440,7 +446,8 @@ class Simulator {
       st.pieces = m.pieces;
       st.elements = m.elements;
       st.bidirectional = m.bidirectional;
-      st.local = m.local;
+      st.local = m.link == 0;
+      st.group = m.link == 1;
       st.start = m.start;
       st.end = m.end;
       cp.steps.push_back(st);
@@ -448,8 +455,8 @@ class Simulator {
       cp.bytes += m.bytes;
       rounds.insert(m.round);
       const double fa = m.bidirectional ? 1.0 : prm_.f_alpha, fb = m.bidirectional ? 1.0 : prm_.f_beta;
-      (m.local ? cp.coef_alpha_local : cp.coef_alpha) += fa * double(m.pieces);
-      (m.local ? cp.coef_beta_local : cp.coef_beta) += fb * double(m.bytes);
+      (m.link == 0 ? cp.coef_alpha_local : m.link == 1 ? cp.coef_alpha_group : cp.coef_alpha) += fa * double(m.pieces);
+      (m.link == 0 ? cp.coef_beta_local : m.link == 1 ? cp.coef_beta_group : cp.coef_beta) += fb * double(m.bytes);
       if (m.pred_msg != kNone) {
         msg = m.pred_msg;
       } else {
@@ -492,6 +499,9 @@ std::string model_line(const CostParams& prm) {
          ", beta_local = " + fmt(prm.beta_local);
   else
     l += "; flat network";
+  if (!prm.group.empty())
+    l += "; groups from the machine, alpha_group = " + fmt(prm.alpha_group) + ", beta_group = " + fmt(prm.beta_group) +
+         " (alpha, beta between groups)";
   return l;
 }
 
@@ -506,6 +516,10 @@ std::string decomposition(const CriticalPath& cp, const CostParams& prm) {
   if (prm.has_locality()) {
     term(cp.coef_alpha_local, "alpha_local");
     term(cp.coef_beta_local, "beta_local");
+  }
+  if (!prm.group.empty()) {
+    term(cp.coef_alpha_group, "alpha_group");
+    term(cp.coef_beta_group, "beta_group");
   }
   term(cp.coef_gamma, "gamma");
   return d.empty() ? "0" : d;
@@ -574,7 +588,8 @@ std::string cost_text(const Schedule& s, const CostVector& v, const CostParams& 
     if (st.kind == StepKind::message)
       o << "rank " << st.rank << " -> rank " << st.peer << ", " << st.bytes << " bytes"
         << (st.pieces > 1 ? " in " + std::to_string(st.pieces) + " pieces" : std::string())
-        << (st.bidirectional ? "" : ", unidirectional") << (st.local ? ", local" : "") << "\n";
+        << (st.bidirectional ? "" : ", unidirectional") << (st.local ? ", local" : st.group ? ", within its group" : "")
+        << "\n";
     else
       o << "rank " << st.rank << " reduces " << st.elements << " elements\n";
   }
@@ -615,6 +630,11 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
     m["alpha_local"] = prm.alpha_local;
     m["beta_local"] = prm.beta_local;
   }
+  if (!prm.group.empty()) {
+    m["groups"] = std::set<int64_t>(prm.group.begin(), prm.group.end()).size();
+    m["alpha_group"] = prm.alpha_group;
+    m["beta_group"] = prm.beta_group;
+  }
   j["model"] = m;
   j["ok"] = r.ok;
   if (!r.ok) {
@@ -637,6 +657,10 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
   coef["beta"] = cp.coef_beta;
   coef["alpha_local"] = cp.coef_alpha_local;
   coef["beta_local"] = cp.coef_beta_local;
+  if (!prm.group.empty()) {
+    coef["alpha_group"] = cp.coef_alpha_group;
+    coef["beta_group"] = cp.coef_beta_group;
+  }
   coef["gamma"] = cp.coef_gamma;
   c["coefficients"] = coef;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
@@ -651,6 +675,7 @@ std::string cost_json(const Schedule& s, const CostVector& v, const CostParams& 
       if (st.pieces > 1) x["pieces"] = st.pieces;
       x["bidirectional"] = st.bidirectional;
       x["local"] = st.local;
+      if (!prm.group.empty()) x["group"] = st.group;
     } else {
       x["rank"] = st.rank;
       x["elements"] = st.elements;

@@ -41,6 +41,22 @@ struct CostParams {
   }
   /// True when some messages may be local (ppn or regions given).
   bool has_locality() const { return ppn > 0 || !region.empty(); }
+  /// A third link class between local and global (traffic's intra_group, docs/cost.md,
+  /// "Three link classes"): [rank] group id (the dragonfly group, fat-tree pod, torus
+  /// z-plane or Leonardo cell of a rank map). When non-empty, a message between different
+  /// regions of one group costs alpha_group + m*beta_group, and alpha/beta price only the
+  /// messages between groups (the Bine trees paper's global links, Sec. 2.4). One entry
+  /// per rank, else simulate_cost fails. Empty: two classes.
+  std::vector<int64_t> group;
+  double alpha_group = 0, beta_group = 0;
+  /// The class of a message from rank r to rank q: 0 local (alpha_local, beta_local), 1
+  /// within a group (alpha_group, beta_group), 2 otherwise (alpha, beta).
+  int link(int64_t r, int64_t q) const {
+    if (local(r, q)) return 0;
+    return !group.empty() && group[size_t(r)] == group[size_t(q)] ? 1 : 2;
+  }
+  double alpha_of(int link_class) const { return link_class == 0 ? alpha_local : link_class == 1 ? alpha_group : alpha; }
+  double beta_of(int link_class) const { return link_class == 0 ? beta_local : link_class == 1 ? beta_group : beta; }
 };
 
 /// The size of the reduced / transferred vector.
@@ -67,11 +83,13 @@ struct CostStep {
   uint64_t elements = 0;    ///< message: elements carried; reduction: elements reduced
   bool bidirectional = true;  ///< message: the pair exchanges in this round (no f factors)
   bool local = false;         ///< message: both ranks on one node (alpha_local, beta_local)
+  bool group = false;         ///< message: not local, both ranks in one group (alpha_group, beta_group)
   double start = 0, end = 0;
 };
 
 /// The critical path and its decomposition: makespan = coef_alpha*alpha + coef_beta*beta +
-/// coef_alpha_local*alpha_local + coef_beta_local*beta_local + coef_gamma*gamma.
+/// coef_alpha_local*alpha_local + coef_beta_local*beta_local + coef_alpha_group*alpha_group +
+/// coef_beta_group*beta_group + coef_gamma*gamma.
 struct CriticalPath {
   std::vector<CostStep> steps;   ///< in time order; contiguous from 0 to the makespan
   int64_t messages = 0;
@@ -79,6 +97,7 @@ struct CriticalPath {
   uint64_t bytes = 0;            ///< bytes of its messages
   uint64_t reduced_elements = 0; ///< elements of its reductions
   double coef_alpha = 0, coef_beta = 0, coef_alpha_local = 0, coef_beta_local = 0, coef_gamma = 0;
+  double coef_alpha_group = 0, coef_beta_group = 0;
 };
 
 struct RankCost {

@@ -538,6 +538,7 @@ struct CostOptions {
   std::string machine;       ///< --machine SPEC: regions from its rank map
   std::string local_level = "node";  ///< node, switch or group: the region of --machine
   std::string counts;        ///< --counts C0,C1,...: elements per block (irregular forms)
+  bool alpha_group_set = false, beta_group_set = false;  ///< --alpha-group / --beta-group given
 };
 
 /// Parses --counts "C0,C1,..." (non-negative integers) into `out`; false on bad text.
@@ -591,6 +592,19 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
     }
     for (const Location& l : m.loc)
       o.params.region.push_back(o.local_level == "node" ? l.node : o.local_level == "switch" ? l.sw : l.group);
+    if (o.alpha_group_set || o.beta_group_set) {  // three classes: local, within a group, between groups
+      if (o.local_level == "group") {
+        std::cerr << "bine-cc: error: --alpha-group and --beta-group price messages between regions of one group, so "
+                     "--local-level must be node or switch, not group\n";
+        return 2;
+      }
+      for (const Location& l : m.loc) o.params.group.push_back(l.group);
+      if (!o.alpha_group_set) o.params.alpha_group = o.params.alpha;
+      if (!o.beta_group_set) o.params.beta_group = o.params.beta;
+    }
+  } else if (o.alpha_group_set || o.beta_group_set) {
+    std::cerr << "bine-cc: error: --alpha-group and --beta-group need --machine SPEC (its groups)\n";
+    return 2;
   }
   if (o.elem_size == 0 || o.bytes % o.elem_size != 0) {
     std::cerr << "bine-cc: error: --bytes (" << o.bytes << ") must be a multiple of --elem-size (" << o.elem_size << ")\n";
@@ -836,6 +850,11 @@ int main(int argc, char** argv) {
       ->excludes(ppn_opt);
   cost->add_option("--local-level", copt.local_level, "the region of --machine: node (default), switch or group")
       ->check(CLI::IsMember({"node", "switch", "group"}));
+  CLI::Option* ag_opt = cost->add_option("--alpha-group", copt.params.alpha_group,
+                                         "latency between regions of one group of --machine (default --alpha; alpha, beta then "
+                                         "price messages between groups)");
+  CLI::Option* bg_opt =
+      cost->add_option("--beta-group", copt.params.beta_group, "time per byte between regions of one group (default --beta)");
   cost->add_option("--segment-bytes", copt.segment_bytes,
                    "segment size in bytes for every round, overriding the schedule's 'segment' (0: none)")
       ->check(CLI::NonNegativeNumber);
@@ -940,6 +959,10 @@ int main(int argc, char** argv) {
   if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
   if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
   if (trf->parsed()) return cmd_traffic(common, tcli);
-  if (cost->parsed()) return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0, bytes_opt->count() > 0);
+  if (cost->parsed()) {
+    copt.alpha_group_set = ag_opt->count() > 0;
+    copt.beta_group_set = bg_opt->count() > 0;
+    return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0, bytes_opt->count() > 0);
+  }
   return 2;
 }

@@ -235,6 +235,19 @@ def main():
     case("cost --alpha-local needs a locality", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                                  "--bytes", "64", "--alpha", "1", "--beta", "0", "--gamma", "0",
                                                  "--alpha-local", "0"], 2, err=r"need --ppn K or --machine SPEC")
+    # Three link classes (docs/cost.md): recursive doubling on dragonfly:2,2,1,ppn=2 (p = 8)
+    # meets one partner per class, r ^ 1 on its node, r ^ 2 in its group, r ^ 4 in the other.
+    rd = ["cost", "dsl/lib/baselines.bine", "--schedule", "recursive_doubling_allreduce", "-p", "8", "--bytes", "64",
+          "--elem-size", "1", "--alpha", "100", "--beta", "1", "--gamma", "0", "--machine", "dragonfly:2,2,1,ppn=2",
+          "--alpha-local", "1", "--beta-local", "0"]
+    case("cost --alpha-group: three link classes", rd + ["--alpha-group", "10", "--beta-group", "0.5"], 0,
+         out=r"makespan = 1 alpha \+ 64 beta \+ 1 alpha_local \+ 64 beta_local \+ 1 alpha_group \+ 64 beta_group \+ 192 gamma\n")
+    case("cost --alpha-group: the makespan", rd + ["--alpha-group", "10", "--beta-group", "0.5"], 0,
+         out=r"makespan: 207 ")
+    case("cost without --alpha-group: two classes", rd, 0, out=r"makespan = 2 alpha \+ 128 beta \+ 1 alpha_local \+ 64 beta_local \+ 192 gamma\n")
+    case("cost --alpha-group needs a machine", rd[:-6] + ["--alpha-group", "1"], 2, err=r"need --machine SPEC \(its groups\)")
+    case("cost --alpha-group with --local-level group", rd + ["--alpha-group", "1", "--local-level", "group"], 2,
+         err=r"--local-level must be node or switch, not group")
     # synth bbs (docs/bbs.md): figures on the 4x4 grid, and bad input.
     case("synth bbs on the 4x4 grid: LP optimum 1/2, every run checked",
          ["synth", "bbs", "--topology", "grid:4x4", "--packets", "20", "--baselines"], 0,

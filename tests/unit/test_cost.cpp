@@ -1183,3 +1183,50 @@ TEST_CASE("recursive-doubling scan and exscan: lg p (alpha + n beta + 2 n gamma)
       expect(ex, c, {lg, lg * double(N), (2 * lg - 1) * double(n)});
     }
 }
+
+TEST_CASE("three link classes: recursive doubling on dragonflies, round s priced by the class of r and r ^ 2^s") {
+  // Slot-order placement (docs/topology.md): rank r on node r / ppn, group node / (R N).
+  // With powers of two, r and r ^ 2^s share a node iff 2^s < ppn and a group iff
+  // 2^s < ppn R N, for every r: round s costs alpha_c + n beta_c of that class c, and the
+  // makespan is the sum over the lg p rounds (Thakur et al. line 581, per class).
+  for (const int64_t G : {1, 2, 4})
+    for (const int64_t R : {1, 2})
+      for (const int64_t N : {1, 2})
+        for (const int64_t ppn : {1, 2, 4}) {
+          const int64_t p = G * R * N * ppn;
+          if (p < 2) continue;
+          CAPTURE(G);
+          CAPTURE(R);
+          CAPTURE(N);
+          CAPTURE(ppn);
+          CostParams c;
+          c.alpha = 1000, c.beta = 3, c.alpha_local = 1, c.beta_local = 0.25, c.alpha_group = 30, c.beta_group = 1;
+          for (int64_t x = 0; x < p; ++x) {
+            c.region.push_back(x / ppn);
+            c.group.push_back(x / (ppn * R * N));
+          }
+          const uint64_t n = 64;
+          const CostResult r = run(inst("recursive_doubling_allreduce", p), n, 1, c);
+          REQUIRE(r.ok);
+          double want = 0, local = 0, group = 0, global = 0;
+          for (int64_t d = 1; d < p; d *= 2) {
+            if (d < ppn) want += c.alpha_local + double(n) * c.beta_local, ++local;
+            else if (d < ppn * R * N) want += c.alpha_group + double(n) * c.beta_group, ++group;
+            else want += c.alpha + double(n) * c.beta, ++global;
+          }
+          CHECK(r.makespan == doctest::Approx(want));
+          CHECK(r.critical.coef_alpha_local == doctest::Approx(local));
+          CHECK(r.critical.coef_alpha_group == doctest::Approx(group));
+          CHECK(r.critical.coef_alpha == doctest::Approx(global));
+          CHECK(r.critical.coef_beta_group == doctest::Approx(group * double(n)));
+          // Without the group map the middle class is priced as global.
+          CostParams two = c;
+          two.group.clear();
+          const CostResult r2 = run(inst("recursive_doubling_allreduce", p), n, 1, two);
+          CHECK(r2.critical.coef_alpha == doctest::Approx(group + global));
+          CHECK(r2.critical.coef_alpha_group == 0);
+        }
+  CostParams bad;
+  bad.group = {0, 1};
+  CHECK_FALSE(run(inst("recursive_doubling_allreduce", 4), 8, 1, bad).ok);
+}
