@@ -7,8 +7,8 @@
 // reduce, bcast, scan, exscan; one rank's block for the rank-indexed collectives), in bytes
 // of MPI_INT elements (multiples of 4). GLOBAL: which links are global, for the link-load
 // figures: `dragonfly` (SimGrid's inter-group "blue" links), `fattree` (the links up from a
-// pod's top switches to the core: the 3rd hop of a route that leaves the pod),
-// `none` (no link figures). With COLLECTIVE keys (allreduce, bcast, ..., barrier) only those;
+// pod's top switches to the core: the 3rd hop of a route that leaves the pod), `torus`
+// (every link between two nodes of the TORUS cluster: byte-hops), `none` (no link figures). With COLLECTIVE keys (allreduce, bcast, ..., barrier) only those;
 // with --mpi-only only the MPI library's own collective (to time SMPI's other algorithms).
 //
 // Per (collective, size): the MPI library's own collective ("mpi": SMPI's algorithm chosen
@@ -146,6 +146,12 @@ std::vector<sg_link_t> global_links(const std::string& kind) {
     }
     xbt_free(hosts);
     out.assign(found.begin(), found.end());
+  } else if (kind == "torus") {
+    // Every link between two nodes of SimGrid's TORUS cluster (named <id>_link_from_A_to_B_UP
+    // or _DOWN; the loopbacks are not): a message crosses as many as it takes hops, so the
+    // figures are byte-hops, which bine-cc traffic counts as torus_hops.
+    for (size_t i = 0; i < nl; ++i)
+      if (std::strstr(sg_link_get_name(all[i]), "_link_from_") != nullptr) out.push_back(all[i]);
   }
   xbt_free(all);
   return out;
@@ -185,7 +191,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   if (argc < 3) {
-    if (me == 0) std::fprintf(stderr, "usage: bine-smpi-bench BYTES[,BYTES...] dragonfly|fattree|none [COLLECTIVE ...]\n");
+    if (me == 0) std::fprintf(stderr, "usage: bine-smpi-bench BYTES[,BYTES...] dragonfly|fattree|torus|none [COLLECTIVE ...]\n");
     MPI_Finalize();
     return 2;
   }
@@ -200,10 +206,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> only(argv + 3, argv + argc);
   const bool mpi_only = std::find(only.begin(), only.end(), "--mpi-only") != only.end();
   only.erase(std::remove(only.begin(), only.end(), "--mpi-only"), only.end());
-  bool bad = kind != "dragonfly" && kind != "fattree" && kind != "none";
+  bool bad = kind != "dragonfly" && kind != "fattree" && kind != "torus" && kind != "none";
   for (uint64_t b : sizes) bad = bad || b % 4 != 0;
   if (bad || sizes.empty()) {
-    if (me == 0) std::fprintf(stderr, "bine-smpi-bench: sizes must be multiples of 4 bytes; GLOBAL dragonfly, fattree or none\n");
+    if (me == 0) std::fprintf(stderr, "bine-smpi-bench: sizes must be multiples of 4 bytes; GLOBAL dragonfly, fattree, torus or none\n");
     MPI_Finalize();
     return 2;
   }

@@ -60,7 +60,11 @@ PLATFORMS = {
     # between pods). SimGrid's FAT_TREE puts node i on leaf i / 8 in pod i / 64 (measured:
     # route lengths 2, 4 and 6 between every 37th node and all nodes).
     "fattree": {"spec": "fattree:16", "switch": lambda i: i // 8, "group": lambda i: i // 64, "global": "fattree"},
-    "torus": {"spec": "torus:16,8,8", "switch": lambda i: i, "group": lambda i: i // 128, "global": "none"},
+    # The torus: every link between nodes is counted, so the figures are byte-hops (bytes
+    # times links crossed), which bine-cc traffic reports as torus_hops given the nodes'
+    # coordinates (map keys X Y Z, machine option torus=16x8x8; x fastest).
+    "torus": {"spec": "torus:16,8,8", "switch": lambda i: i, "group": lambda i: i // 128, "global": "torus",
+              "dims": (16, 8, 8)},
 }
 
 # SMPI's own algorithms compared with the generated schedules (`--builtins`, `bench`): the
@@ -208,8 +212,10 @@ def write_allocation(tmp, platform, nodes):
     nmap = os.path.join(tmp, "map.txt")
     with open(hosts, "w") as f:
         f.write("".join(f"node-{i}\n" for i in nodes))
+    dims = geo.get("dims")
+    coord = (lambda i: f" X {i % dims[0]} Y {i // dims[0] % dims[1]} Z {i // (dims[0] * dims[1])}") if dims else (lambda i: "")
     with open(nmap, "w") as f:
-        f.write("".join(f"NODE node-{i} GROUP {geo['group'](i)} SWITCH {geo['switch'](i)}\n" for i in range(NODES)))
+        f.write("".join(f"NODE node-{i} GROUP {geo['group'](i)} SWITCH {geo['switch'](i)}{coord(i)}\n" for i in range(NODES)))
     return hosts, nmap
 
 
@@ -230,11 +236,14 @@ def simulate(platform, hosts, p, sizes, colls, cfgs, mpi_only=False, loads=False
     return rows, r.returncode == 0 and all(row["ok"] for row in rows)
 
 
-def traffic(hosts, nmap, p, coll, nbytes):
-    """bine-cc traffic's totals per schedule of the library for one collective and size."""
+def traffic(hosts, nmap, p, coll, nbytes, platform=None):
+    """bine-cc traffic's totals per schedule of the library for one collective and size: its
+    global bytes and messages, or on the torus its byte-hops and message-hops (torus_hops)."""
     lib = sorted(os.path.join("dsl", "lib", f) for f in os.listdir(os.path.join(SRC, "dsl", "lib")) if f.endswith(".bine"))
     vector = nbytes * p if coll in RANK_INDEXED else nbytes
-    cmd = [os.path.join(build_dir(), "bine-cc"), "traffic", *lib, "-p", str(p), "--machine", f"hosts:{hosts},map={nmap}",
+    dims = PLATFORMS.get(platform, {}).get("dims")
+    machine = f"hosts:{hosts},map={nmap}" + (f",torus={dims[0]}x{dims[1]}x{dims[2]}" if dims else "")
+    cmd = [os.path.join(build_dir(), "bine-cc"), "traffic", *lib, "-p", str(p), "--machine", machine,
            "--bytes", str(vector), "--elem-size", "4", "--commutative", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=SRC)
     if r.returncode != 0:
@@ -245,7 +254,7 @@ def traffic(hosts, nmap, p, coll, nbytes):
         if o.get("applicable", True) and o["collective"] == coll.replace("_block", ""):
             # bine-cc counts a send of empty blocks as a message; the generated code does not
             # send it. Every block has an element when the vector has as many as blocks.
-            out[o["schedule"]] = dict(o["total"]["global"], full=vector // 4 >= o["blocks"])
+            out[o["schedule"]] = dict(o["torus_hops"] if dims else o["total"]["global"], full=vector // 4 >= o["blocks"])
     return out
 
 
@@ -272,7 +281,7 @@ def check_traffic(platform, hosts, nmap, p, sizes, colls, quiet=False):
     plugin = []  # (link_load plugin's global load, bine-cc's bytes + 16 per message)
     for coll in colls:
         for nbytes in sizes:
-            want = traffic(hosts, nmap, p, coll, nbytes)
+            want = traffic(hosts, nmap, p, coll, nbytes, platform)
             got = [r for r in rows if r["collective"] == coll and r["bytes"] == nbytes and r["schedule"] != "mpi"]
             same = 0
             for r in got:

@@ -108,6 +108,7 @@ void finish(RankMap& m) {
 struct MapNode {
   std::string name, sw, group;
   int64_t line = 0;
+  std::array<int64_t, 3> coord{{-1, -1, -1}};  ///< X, Y, Z keys (torus coordinates), -1: absent
 };
 
 bool parse_map(const std::string& map_name, const std::string& text, std::vector<MapNode>& nodes, std::string& err) {
@@ -127,6 +128,14 @@ bool parse_map(const std::string& map_name, const std::string& text, std::vector
       if (tok[i] == "NODE") node.name = tok[i + 1];
       else if (tok[i] == "CELL" || tok[i] == "GROUP") node.group = tok[i + 1];
       else if (tok[i] == "SWITCH") node.sw = tok[i + 1];
+      else if (tok[i] == "X" || tok[i] == "Y" || tok[i] == "Z") {
+        const int64_t v = tok[i + 1] == "0" ? 0 : parse_positive(tok[i + 1]);
+        if (v < 0) {
+          err = at + tok[i] + " expects a non-negative integer (a torus coordinate), got '" + tok[i + 1] + "'";
+          return false;
+        }
+        node.coord[size_t(tok[i][0] - 'X')] = v;
+      }
     }
     if (node.name.empty() || node.group.empty()) {
       err = at + "a map line needs NODE <name> and CELL <group> (or GROUP <group>)";
@@ -197,7 +206,9 @@ bool regular(const SpecParts& s, const std::string& spec, int64_t p, RankMap& ou
   for (int64_t r = 0; r < p; ++r) {
     const int64_t node = r / ppn, sw = node / per_sw;
     out.loc[size_t(r)] = Location{node, sw, sw / sw_per_group};
+    if (s.kind == "torus") out.loc[size_t(r)].coord = {node % a[0], node / a[0] % a[1], node / (a[0] * a[1])};
   }
+  if (s.kind == "torus") out.torus = {a[0], a[1], a[2]};
   return true;
 }
 
@@ -219,7 +230,8 @@ std::string RankMap::describe() const {
 }
 
 bool rank_map_from_allocation(const std::string& hosts_name, const std::string& hosts, const std::string& map_name,
-                              const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err) {
+                              const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err,
+                              const std::array<int64_t, 3>& torus) {
   std::vector<MapNode> nodes;
   if (!parse_map(map_name, map, nodes, err)) return false;
   std::unordered_map<std::string, size_t> by_name;
@@ -264,7 +276,18 @@ bool rank_map_from_allocation(const std::string& hosts_name, const std::string& 
     }
     const int64_t sw = sw_ids.emplace(nodes[idx].sw, int64_t(sw_ids.size())).first->second;
     const int64_t g = group_ids.emplace(nodes[idx].group, int64_t(group_ids.size())).first->second;
-    for (int64_t k = 0; k < ppn; ++k) loc.push_back(Location{int64_t(used.size()) - 1, sw, g});
+    Location l{int64_t(used.size()) - 1, sw, g};
+    if (torus[0] > 0) {  // torus=XxYxZ: the node's coordinates from its map line
+      for (size_t d = 0; d < 3; ++d)
+        if (nodes[idx].coord[d] < 0 || nodes[idx].coord[d] >= torus[d]) {
+          err = map_name + ":" + std::to_string(nodes[idx].line) + ": node '" + nodes[idx].name +
+                "' needs X, Y and Z coordinates inside the torus " + std::to_string(torus[0]) + "x" +
+                std::to_string(torus[1]) + "x" + std::to_string(torus[2]);
+          return false;
+        }
+      l.coord = nodes[idx].coord;
+    }
+    for (int64_t k = 0; k < ppn; ++k) loc.push_back(l);
   }
   if (int64_t(loc.size()) != p) {
     err = hosts_name + ": p=" + std::to_string(p) + " does not match the allocation: " + std::to_string(lines.size()) +
@@ -272,6 +295,7 @@ bool rank_map_from_allocation(const std::string& hosts_name, const std::string& 
     return false;
   }
   out.loc = std::move(loc);
+  out.torus = torus;
   finish(out);
   return true;
 }
@@ -320,9 +344,21 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
   const std::string hosts_file = s.positional[0];
   std::string map_file;
   int64_t ppn = 1;
+  std::array<int64_t, 3> torus{{0, 0, 0}};
   for (const auto& [k, v] : s.keyed) {
     if (k == "map") {
       map_file = v;
+    } else if (k == "torus") {  // torus=XxYxZ: the nodes' X, Y, Z map keys place them on a torus
+      size_t at = 0;
+      for (size_t d = 0; d < 3; ++d) {
+        const size_t end = d < 2 ? v.find('x', at) : v.size();
+        torus[d] = end == std::string::npos ? -1 : parse_positive(v.substr(at, end - at));
+        if (torus[d] < 0) {
+          err = bad + "torus expects XxYxZ (ring sizes), got '" + v + "'";
+          return false;
+        }
+        at = end + 1;
+      }
     } else if (k == "ppn") {
       ppn = parse_positive(v);
       if (ppn < 0) {
@@ -330,7 +366,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
         return false;
       }
     } else {
-      err = bad + "unknown option '" + k + "' (" + s.kind + " takes map=FILE and ppn=K)";
+      err = bad + "unknown option '" + k + "' (" + s.kind + " takes map=FILE, ppn=K and torus=XxYxZ)";
       return false;
     }
   }
@@ -346,7 +382,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
   }
   std::string hosts, map;
   if (!read_file(hosts_file, hosts, err) || !read_file(map_file, map, err)) return false;
-  if (!rank_map_from_allocation(hosts_file, hosts, map_file, map, ppn, p, out, err)) return false;
+  if (!rank_map_from_allocation(hosts_file, hosts, map_file, map, ppn, p, out, err, torus)) return false;
   out.spec = spec;
   out.kind = s.kind;
   return true;

@@ -17,6 +17,7 @@ struct Location {
   int64_t node = 0;
   int64_t sw = 0;     ///< switch / router the node hangs from
   int64_t group = 0;  ///< dragonfly group, fat-tree pod, torus z-plane, Leonardo cell
+  std::array<int64_t, 3> coord{{-1, -1, -1}};  ///< torus node coordinates (x, y, z); -1: not on a torus
 };
 
 /// The link class a message between two ranks uses (the Bine trees paper, Sec. 2.4 and
@@ -32,7 +33,24 @@ struct RankMap {
   std::string kind;         ///< ppn, dragonfly, fattree, torus, hosts
   std::vector<Location> loc;  ///< [rank]
   int64_t nodes = 0, switches = 0, groups = 0;  ///< distinct ids used by the ranks
+  /// Torus ring sizes (X, Y, Z) when the machine is a torus (`torus:X,Y,Z`, or an
+  /// allocation with `torus=XxYxZ` and X/Y/Z coordinates in its map); {0, 0, 0} otherwise.
+  std::array<int64_t, 3> torus{{0, 0, 0}};
   int64_t p() const { return int64_t(loc.size()); }
+  /// Links a message from rank a to rank b crosses on a torus with minimal routing,
+  /// dimension by dimension (SimGrid's TORUS routing; ties of half a ring cross as many
+  /// links either way): the sum over x, y, z of min(|d|, L - |d|); 0 on one node; -1 when
+  /// the machine is not a torus.
+  int64_t hops(int64_t a, int64_t b) const {
+    if (torus[0] == 0) return -1;
+    const Location &x = loc[size_t(a)], &y = loc[size_t(b)];
+    int64_t h = 0;
+    for (size_t d = 0; d < 3; ++d) {
+      const int64_t diff = x.coord[d] > y.coord[d] ? x.coord[d] - y.coord[d] : y.coord[d] - x.coord[d];
+      h += diff < torus[d] - diff ? diff : torus[d] - diff;
+    }
+    return h;
+  }
   /// The class of a message from rank a to rank b (both in [0, p)).
   LinkClass link_class(int64_t a, int64_t b) const {
     const Location &x = loc[size_t(a)], &y = loc[size_t(b)];
@@ -52,8 +70,11 @@ struct RankMap {
 bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::string& err);
 
 /// The same from texts instead of files (tests): `hosts` in rank order, one per line, and
-/// the node map; `hosts_name`/`map_name` name them in errors.
+/// the node map; `hosts_name`/`map_name` name them in errors. `torus` (ring sizes, or
+/// zeros): place the nodes on a torus by their map lines' X, Y, Z keys (each node of the
+/// allocation needs them, inside the rings).
 bool rank_map_from_allocation(const std::string& hosts_name, const std::string& hosts, const std::string& map_name,
-                              const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err);
+                              const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err,
+                              const std::array<int64_t, 3>& torus = {{0, 0, 0}});
 
 }  // namespace bine

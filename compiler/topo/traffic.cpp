@@ -15,6 +15,7 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
   TrafficResult t;
   const std::vector<uint64_t> offsets = count_offsets(v);
   t.rounds.assign(size_t(s.num_rounds), ClassTraffic{});
+  t.torus = m.torus[0] > 0;
   for (int64_t r = 0; r < s.p; ++r)
     for (int64_t k = 0; k < s.num_rounds && size_t(k) < s.ranks[size_t(r)].size(); ++k)
       for (const Op& op : s.ranks[size_t(r)][size_t(k)]) {
@@ -25,6 +26,11 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
         for (ClassTraffic* x : {&t.rounds[size_t(k)], &t.total}) {
           (*x)[c].bytes += bytes;
           (*x)[c].messages += 1;
+        }
+        if (t.torus) {
+          const int64_t h = m.hops(r, send->peer);
+          t.hops.bytes += bytes * uint64_t(h);
+          t.hops.messages += h;
         }
       }
   return t;
@@ -69,6 +75,9 @@ std::string traffic_text(const Schedule& s, const RankMap& m, const CostVector& 
   o << "  total";
   for (const LinkTraffic& x : t.total) o << " " << cell(x);
   o << "\n";
+  if (t.torus)
+    o << "  torus links: " << t.hops.bytes << " bytes x links crossed, " << t.hops.messages
+      << " messages x links crossed (minimal routes, dimension by dimension)\n";
   return o.str();
 }
 
@@ -97,6 +106,12 @@ std::string traffic_json(const Schedule& s, const RankMap& m, const CostVector& 
   nlohmann::ordered_json total;
   add_classes(total, t.total);
   j["total"] = total;
+  if (t.torus) {
+    nlohmann::ordered_json h;
+    h["bytes"] = t.hops.bytes;
+    h["messages"] = t.hops.messages;
+    j["torus_hops"] = h;
+  }
   return j.dump();
 }
 

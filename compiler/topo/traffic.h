@@ -26,6 +26,11 @@ using ClassTraffic = std::array<LinkTraffic, kLinkClasses>;  ///< indexed by Lin
 struct TrafficResult {
   std::vector<ClassTraffic> rounds;  ///< [round]
   ClassTraffic total;
+  /// On a torus (RankMap::torus): bytes times links crossed and messages times links
+  /// crossed (RankMap::hops), in total: the load a simulator puts on all the torus's
+  /// links together. Zero elsewhere.
+  LinkTraffic hops;
+  bool torus = false;
   /// Bytes on global links (total[global].bytes).
   uint64_t global_bytes() const { return total[size_t(LinkClass::global)].bytes; }
 };

@@ -8,6 +8,8 @@
 // counts its blocks one by one with its own block-size rule and its own placement.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -175,6 +177,47 @@ TEST_CASE("traffic per link class equals a brute-force count of every send") {
       }
     }
   }
+}
+
+TEST_CASE("torus links crossed: minimal routes, against a brute-force walk around the rings") {
+  // Brute force: per dimension, step around the ring one link at a time from a to b in
+  // both directions and keep the shorter walk (SimGrid's TORUS routing, measured on
+  // sim/platforms/torus.xml: dimension by dimension, the short way round).
+  auto walk = [](int64_t a, int64_t b, int64_t L) {
+    int64_t up = 0, down = 0;
+    for (int64_t x = a; x != b; x = (x + 1) % L) ++up;
+    for (int64_t x = a; x != b; x = (x + L - 1) % L) ++down;
+    return std::min(up, down);
+  };
+  for (const auto& [X, Y, Z] : {std::array<int64_t, 3>{4, 2, 2}, {16, 8, 8}, {5, 3, 1}, {1, 1, 7}}) {
+    const int64_t nodes = X * Y * Z;
+    const RankMap m = rank_map("torus:" + std::to_string(X) + "," + std::to_string(Y) + "," + std::to_string(Z), nodes);
+    for (int64_t a = 0; a < nodes; a += std::max<int64_t>(1, nodes / 61))
+      for (int64_t b = 0; b < nodes; ++b) {
+        const int64_t want = walk(a % X, b % X, X) + walk(a / X % Y, b / X % Y, Y) + walk(a / (X * Y), b / (X * Y), Z);
+        CHECK(m.hops(a, b) == want);
+      }
+  }
+  // Traffic: recursive doubling on torus:4,2,2 (p = 16) meets r ^ 1 (1 link), r ^ 2 (2:
+  // half the x ring), r ^ 4 (1), r ^ 8 (1): 5 links per rank.
+  const Schedule s = inst("recursive_doubling_allreduce", 16);
+  const TrafficResult t = count_traffic(s, rank_map("torus:4,2,2", 16), CostVector{16, 4});
+  CHECK(t.torus);
+  CHECK(t.hops.messages == 16 * 5);
+  CHECK(t.hops.bytes == 16 * 5 * 64);
+  CHECK_FALSE(count_traffic(s, rank_map("dragonfly:2,2,4", 16), CostVector{16, 4}).torus);
+  // An allocation on a torus: the map's X, Y, Z keys and the torus=XxYxZ option.
+  const std::string map = "NODE n0 GROUP 0 X 0 Y 0 Z 0\nNODE n3 GROUP 0 X 3 Y 0 Z 0\nNODE n5 GROUP 1 X 1 Y 1 Z 1\n";
+  RankMap a;
+  std::string err;
+  REQUIRE(rank_map_from_allocation("hosts.txt", "n0\nn5\nn3\n", "map.txt", map, 1, 3, a, err, {4, 2, 2}));
+  CHECK(a.hops(0, 1) == 3);
+  CHECK(a.hops(1, 2) == 4);
+  CHECK(a.hops(2, 0) == 1);
+  CHECK_FALSE(rank_map_from_allocation("hosts.txt", "n0\nn5\n", "map.txt", "NODE n0 GROUP 0\nNODE n5 GROUP 1 X 1 Y 1 Z 1\n",
+                                       1, 2, a, err, {4, 2, 2}));
+  CHECK(err == "map.txt:1: node 'n0' needs X, Y and Z coordinates inside the torus 4x2x2");
+  CHECK(map_error("hosts:h.txt,map=m.txt,torus=4x2", 2).find("torus expects XxYxZ (ring sizes), got '4x2'") != std::string::npos);
 }
 
 TEST_CASE("[BT] Eq. 2: partners |rho(s)| apart in Bine, 2^s in recursive doubling") {
