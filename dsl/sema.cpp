@@ -574,9 +574,6 @@ class Sema {
               !collective_reduces(sched_->collective))
             diags_.error(st.c->span, std::string("phase '") + st.name + "' uses the " + collective_name(tc) +
                                          " schedule '" + t.name + "', which reduces, in a " + collective_name(sched_->collective) + " schedule");
-          if (st.group != GroupKind::none && collective_from_name(t.collective_name, tc) && collective_is_rooted(tc))
-            diags_.error(st.group_span, std::string("phase '") + st.name + "' runs the rooted " + collective_name(tc) +
-                                            " schedule '" + t.name + "' on a sub-group; only schedules without a root can run on one");
           st.target = found;
         }
         if (st.group != GroupKind::none && sched_->fold != FoldKind::none)

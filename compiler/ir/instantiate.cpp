@@ -261,28 +261,31 @@ class RankRun {
     use_segments_.assign(n, 0);
     use_p_.assign(n, p_);
     use_r_.assign(n, r_);
+    use_root_.assign(n, root_);
     use_blocks_.assign(n, blocks);
-    const int64_t top_p = p_, top_r = r_;
+    const int64_t top_p = p_, top_r = r_, top_root = root_;
     for (size_t k = 0; k < n; ++k) {
       const InlinedUse& u = rp_.uses[k];
       const Stmt& s = *u.site;
       const ScheduleDecl& t = *u.schedule;
       const bool top = u.parent < 0;
       const int64_t caller_p = top ? top_p : use_p_[size_t(u.parent)], caller_r = top ? top_r : use_r_[size_t(u.parent)];
+      const int64_t caller_root = top ? top_root : use_root_[size_t(u.parent)];
       const int64_t caller_blocks = top ? blocks : use_blocks_[size_t(u.parent)];
-      use_p_[k] = caller_p, use_r_[k] = caller_r;
+      use_p_[k] = caller_p, use_r_[k] = caller_r, use_root_[k] = caller_root;
       if (u.group != GroupKind::none) {
-        std::vector<int64_t> members;
+        RoundPipeline::GroupInfo g;
         std::string err;
-        if (!RoundPipeline::group_of(u.group, top_r, members, use_r_[k], err))
+        if (!RoundPipeline::group_of(u.group, top_r, top_root, collective_is_rooted(t.collective), g, err))
           fail(s.group_span, "phase '" + s.name + "' runs schedule '" + t.name + "' on " + group_kind_name(u.group) + ": " + err);
-        use_p_[k] = int64_t(members.size());
+        use_p_[k] = int64_t(g.members.size()), use_r_[k] = g.index, use_root_[k] = g.root;
       }
       for (const Binding& b : u.params) {  // the caller's values in the caller's scope
         p_ = b.overridden ? caller_p : use_p_[k], r_ = b.overridden ? caller_r : use_r_[k];
+        root_ = b.overridden ? caller_root : use_root_[k];
         slots_[size_t(b.slot)].i = eval_int(*b.value, b.value->span);
       }
-      p_ = use_p_[k], r_ = use_r_[k];
+      p_ = use_p_[k], r_ = use_r_[k], root_ = use_root_[k];
       for (const ExprPtr& e : u.requires_)
         if (!eval_int(*e, e->span))
           fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "', whose requirement '" + e->span.text() +
@@ -309,7 +312,7 @@ class RankRun {
                               " scratch buffers, but this schedule declares " + std::to_string(scratch));
       }
       use_segments_[k] = eval_segment(u.segment.get(), u.parent < 0 ? top_segment : use_segments_[size_t(u.parent)]);
-      p_ = top_p, r_ = top_r;
+      p_ = top_p, r_ = top_r, root_ = top_root;
     }
   }
   void check_domain(const Span& at) {
@@ -485,13 +488,13 @@ class RankRun {
           const size_t k = size_t(s.use);
           const BlockSet window = s.a ? eval_set(*s.a, s.a->span) : BlockSet::all(blocks);
           std::string err;
-          if (!pipe_.begin_group(s.group, window, use_blocks_[k], err))
+          if (!pipe_.begin_group(s.group, window, use_blocks_[k], collective_is_rooted(rp_.uses[k].schedule->collective), err))
             fail(s.a ? s.a->span : s.group_span,
                  "phase '" + s.name + "' on " + group_kind_name(s.group) + ", window " + format_blocks(window) + ": " + err);
-          const int64_t saved_p = p_, saved_r = r_, saved_blocks = blocks;
-          p_ = use_p_[k], r_ = use_r_[k], blocks = use_blocks_[k];
+          const int64_t saved_p = p_, saved_r = r_, saved_root = root_, saved_blocks = blocks;
+          p_ = use_p_[k], r_ = use_r_[k], root_ = use_root_[k], blocks = use_blocks_[k];
           exec_block(s.body);
-          p_ = saved_p, r_ = saved_r, blocks = saved_blocks;
+          p_ = saved_p, r_ = saved_r, root_ = saved_root, blocks = saved_blocks;
           pipe_.end_group();
         } else {
           exec_block(s.body);
@@ -745,7 +748,7 @@ class RankRun {
   std::vector<Value> slots_;
   std::vector<std::vector<int64_t>> args_;
   std::vector<int64_t> use_segments_;  ///< [inlined use] the `segment` size in force inside it (bytes)
-  std::vector<int64_t> use_p_, use_r_, use_blocks_;  ///< [inlined use] the p, r and blocks its body sees
+  std::vector<int64_t> use_p_, use_r_, use_root_, use_blocks_;  ///< [inlined use] the p, r, root and blocks its body sees
   const Stmt* mirror_ = nullptr;  ///< the mirror statement being replayed
   RoundPipeline pipe_;
   std::string phase_name_;

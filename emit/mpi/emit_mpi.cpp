@@ -475,12 +475,15 @@ class Emitter {
   std::string open_group_scope(const InlinedUse& u, const std::string& ind) {
     std::ostream& o = *out_;
     const std::string kind = std::string("bine::GroupKind::") + group_kind_name(u.group);
-    o << ind << "int64_t bine_gp = 0, bine_gr = 0;  // the group's size and this rank's index in it\n";
-    o << ind << "if ((rc = cx.group_of(" << kind << ", &bine_gp, &bine_gr)) != MPI_SUCCESS) return rc;\n";
+    const bool rooted = collective_is_rooted(u.schedule->collective);
+    o << ind << "int64_t bine_gp = 0, bine_gr = 0, bine_groot = 0;  // the group's size, this rank's index, the group's root\n";
+    o << ind << "if ((rc = cx.group_of(" << kind << ", /*rooted=*/" << (rooted ? "true" : "false")
+      << ", &bine_gp, &bine_gr, &bine_groot)) != MPI_SUCCESS) return rc;\n";
     const std::vector<std::string> given = use_overrides(u, ind);
-    o << ind << "{  // on " << group_kind_name(u.group) << ": p and r are the group's\n";
+    o << ind << "{  // on " << group_kind_name(u.group) << ": p, r and root are the group's\n";
     const std::string in = ind + "  ";
-    o << in << "const int64_t p = bine_gp;\n" << in << "const int64_t r = bine_gr;\n" << in << "(void)p; (void)r;\n";
+    o << in << "const int64_t p = bine_gp;\n" << in << "const int64_t r = bine_gr;\n" << in << "const int64_t root_ = bine_groot;\n"
+      << in << "(void)p; (void)r; (void)root_;\n";
     const std::vector<bool> used = used_top_fns();
     for (size_t i = 0; i < rp_.program->fns.size(); ++i)
       if (used[i]) fn(rp_.program->fns[i], in);
@@ -759,8 +762,8 @@ class Emitter {
           o << in << "const bine::BlockSet bine_window = " << (s.a ? expr(*s.a) : std::string("bine::BlockSet::all(B)"))
             << ";  // in the caller's blocks\n";
           in = open_group_scope(u, in);
-          o << in << "if ((rc = cx.begin_group(bine::GroupKind::" << group_kind_name(u.group)
-            << ", bine_window, B)) != MPI_SUCCESS) return rc;\n";
+          o << in << "if ((rc = cx.begin_group(bine::GroupKind::" << group_kind_name(u.group) << ", bine_window, B, /*rooted=*/"
+            << (collective_is_rooted(t.collective) ? "true" : "false") << ")) != MPI_SUCCESS) return rc;\n";
         } else {
           use_params(u, in);
           use_fns(u, in);

@@ -85,6 +85,7 @@ struct Failure {};
 /// ranges).
 struct GroupMap {
   bool on = false;
+  bool idle = false;  ///< an across group without the root, for a schedule with a root
   std::vector<int64_t> members;
   int64_t index = 0, lo = 0, k = 1, inner = 1, outer = 1;
   int64_t peer(int64_t w) const { return on ? members[size_t(mod(w, int64_t(members.size())))] : w; }
@@ -334,7 +335,7 @@ class RankRun {
         // On a sub-group: the members (every rank of this region in rank order, or the rank
         // of every region with this rank's local index, in region order), the window in the
         // caller's blocks; the group's p and r from here on.
-        const int64_t saved_p = p_, saved_r = r_, saved_blocks = blocks;
+        const int64_t saved_p = p_, saved_r = r_, saved_root = root_, saved_blocks = blocks;
         GroupMap gm;
         BlockSet window;
         if (s.group != GroupKind::none) {
@@ -358,6 +359,13 @@ class RankRun {
             if (gm.members[i] == me) gm.index = int64_t(i);
           window = s.a ? eval_set(*s.a, s.a->span) : BlockSet::all(blocks);
           gm.outer = blocks;
+          // A schedule with a root: the group's root is the member in the root's region
+          // (across) or with the root's local index (region); only the root's across group runs.
+          if (collective_is_rooted(t.collective)) {
+            const int64_t rt = root_;
+            if (s.group == GroupKind::across) gm.idle = lay.local_of[size_t(rt)] != lay.local_of[size_t(me)];
+            root_ = s.group == GroupKind::across ? lay.region_of[size_t(rt)] : lay.local_of[size_t(rt)];
+          }
           p_ = int64_t(gm.members.size());
           r_ = gm.index;
         }
@@ -404,7 +412,7 @@ class RankRun {
         std::swap(gm_, gm);
         exec_top(t.body, at_end_);
         std::swap(gm_, gm);
-        p_ = saved_p, r_ = saved_r, blocks = saved_blocks;
+        p_ = saved_p, r_ = saved_r, root_ = saved_root, blocks = saved_blocks;
         segment_ = saved_segment;
         sd_ = saved_sd;
         slots_ = std::move(saved_slots);
@@ -445,6 +453,7 @@ class RankRun {
   }
   void add(Op op) {
     if (!in_round_) fail(origin_of(op).span, "internal: transfer outside a round");
+    if (gm_.on && gm_.idle) return;  // a sub-group that does not take part
     rounds.back().push_back(std::move(op));
   }
 

@@ -65,6 +65,34 @@ TEST_CASE("[groups] hierarchical allreduces verified on every equal layout, p <=
   MESSAGE(proved << " composed instances proved");
 }
 
+TEST_CASE("[groups] hierarchical bcast and reduce verified for every root on every equal layout, p <= 24") {
+  // Every root: the group's root is the member in the root's region (across) or with its
+  // local index (region), and only the root's across group runs (the others would send
+  // data they do not hold: the verifier refuses a bcast where every across group runs).
+  int64_t proved = 0;
+  for (int64_t p = 1; p <= 24; ++p)
+    for (int64_t m = 1; m <= p; ++m) {
+      if (p % m) continue;
+      const int64_t n = p / m;
+      for (const std::string& spec : equal_layouts(p, m)) {
+        RegionsScope scope(spec);
+        for (const char* name : {"hier_bine_bcast", "hier_binomial_bcast", "hier_bine_reduce", "hier_binomial_reduce"}) {
+          const bool applies = std::string(name).find("binomial") != std::string::npos || (pow2(n) && pow2(m));
+          CheckOptions opt;
+          opt.p_lo = opt.p_hi = p;
+          opt.all_roots_up_to = p;
+          DiagnosticSink diags;
+          const CheckReport rep = check_schedule(library(), sched(name), opt, diags);
+          INFO(name << " p=" << p << " --regions " << spec);
+          CHECK(rep.ok);
+          CHECK(rep.instances == (applies ? p : 0));
+          proved += rep.instances;
+        }
+      }
+    }
+  MESSAGE(proved << " (instance, root) pairs proved");
+}
+
 TEST_CASE("[groups] unequal regions: not applicable") {
   RegionsScope scope("3");  // p = 8: 3 + 3 + 2
   for (const char* name : {"hier_bine_allreduce", "hier_ring_allreduce"}) {
@@ -132,6 +160,27 @@ TEST_CASE("[groups] traffic of the hierarchical allreduces in closed form") {
       CHECK(t.total[size_t(LinkClass::global)].messages + group.messages ==
             uint64_t(2 * c.p * (bine_pair ? lg_n : n - 1)));
       CHECK(local.messages == uint64_t(2 * c.p * (bine_pair ? lg_m : c.m - 1)));
+    }
+  }
+}
+
+TEST_CASE("[groups] hierarchical bcast and reduce cross regions n - 1 times in all, for every root") {
+  // The root's across group alone moves data between regions: a tree on n ranks has
+  // n - 1 edges; inside the regions, n trees on m ranks: n (m - 1) messages.
+  for (const auto& [p, m] : {std::pair<int64_t, int64_t>{8, 2}, {8, 4}, {16, 4}, {12, 3}, {30, 5}}) {
+    const int64_t n = p / m;
+    RankMap machine;
+    std::string err;
+    REQUIRE(build_rank_map("ppn=" + std::to_string(m), p, machine, err));
+    RegionsScope scope(std::to_string(m));
+    for (const char* name : {"hier_bine_bcast", "hier_binomial_bcast", "hier_bine_reduce", "hier_binomial_reduce"}) {
+      if (std::string(name).find("bine_") != std::string::npos && !(pow2(n) && pow2(m))) continue;
+      for (int64_t root = 0; root < p; ++root) {
+        const TrafficResult t = count_traffic(inst(name, p, root), machine, CostVector{100, 4});
+        INFO(name << " p=" << p << " root=" << root);
+        CHECK(t.global_bytes() + t.total[size_t(LinkClass::intra_group)].bytes == uint64_t((n - 1) * 400));
+        CHECK(t.total[size_t(LinkClass::intra_node)].messages == n * (m - 1));
+      }
     }
   }
 }

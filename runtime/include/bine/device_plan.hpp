@@ -184,17 +184,19 @@ class PlanContext {
     if (block_permutation(f, scope_blocks(), to)) pipe_.permute(std::move(to));
   }
   /// Sub-groups (`phase NAME = SCHEDULE on region|across`), as bine::mpi::BasicContext.
-  int group_of(GroupKind kind, int64_t* size, int64_t* index) {
-    std::vector<int64_t> members;
+  int group_of(GroupKind kind, bool rooted, int64_t* size, int64_t* index, int64_t* root) {
+    RoundPipeline::GroupInfo g;
     std::string err;
-    if (!RoundPipeline::group_of(kind, pipe_.r(), members, *index, err))
+    if (!RoundPipeline::group_of(kind, pipe_.r(), pipe_.root(), rooted, g, err))
       return fail(kErrOther, "phase on %s: %s", group_kind_name(kind), err.c_str());
-    *size = int64_t(members.size());
+    *size = int64_t(g.members.size());
+    *index = g.index;
+    *root = g.root;
     return kOk;
   }
-  int begin_group(GroupKind kind, const BlockSet& window, int64_t B) {
+  int begin_group(GroupKind kind, const BlockSet& window, int64_t B, bool rooted) {
     std::string err;
-    if (!pipe_.begin_group(kind, window, B, err)) return fail(kErrOther, "phase on %s: %s", group_kind_name(kind), err.c_str());
+    if (!pipe_.begin_group(kind, window, B, rooted, err)) return fail(kErrOther, "phase on %s: %s", group_kind_name(kind), err.c_str());
     return kOk;
   }
   void end_group() { pipe_.end_group(); }

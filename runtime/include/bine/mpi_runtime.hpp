@@ -1302,21 +1302,24 @@ class BasicContext {
     std::vector<int64_t> to;
     if (block_permutation(f, scope_blocks(), to)) pipe_.permute(std::move(to));
   }
-  /// `phase NAME = SCHEDULE on region|across`: the group's size and this rank's index in it
-  /// (bine::RoundPipeline::group_of; MPI_ERR_OTHER when the regions are not of one size).
-  int group_of(GroupKind kind, int64_t* size, int64_t* index) {
-    std::vector<int64_t> members;
+  /// `phase NAME = SCHEDULE on region|across`: the group's size, this rank's index in it and
+  /// the group's root (`rooted`: the composed schedule has one) (bine::RoundPipeline::group_of;
+  /// MPI_ERR_OTHER when the regions are not of one size).
+  int group_of(GroupKind kind, bool rooted, int64_t* size, int64_t* index, int64_t* root) {
+    RoundPipeline::GroupInfo g;
     std::string err;
-    if (!RoundPipeline::group_of(kind, pipe_.r(), members, *index, err))
+    if (!RoundPipeline::group_of(kind, pipe_.r(), pipe_.root(), rooted, g, err))
       return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
-    *size = int64_t(members.size());
+    *size = int64_t(g.members.size());
+    *index = g.index;
+    *root = g.root;
     return MPI_SUCCESS;
   }
   /// Runs the statements up to end_group() on that group, its `B` blocks mapped onto the
   /// caller's blocks `window` (bine::RoundPipeline::begin_group; MPI_ERR_OTHER for a bad window).
-  int begin_group(GroupKind kind, const BlockSet& window, int64_t B) {
+  int begin_group(GroupKind kind, const BlockSet& window, int64_t B, bool rooted) {
     std::string err;
-    if (!pipe_.begin_group(kind, window, B, err))
+    if (!pipe_.begin_group(kind, window, B, rooted, err))
       return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
     return MPI_SUCCESS;
   }

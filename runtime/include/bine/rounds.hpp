@@ -226,15 +226,25 @@ class RoundPipeline {
   int64_t real_peer(int64_t w) const { return lay_.real_peer(w, ring_c_); }
 
   // ---- sub-groups: `phase NAME = SCHEDULE on region|across` ----
+  /// A rank's sub-group (group_of()).
+  struct GroupInfo {
+    std::vector<int64_t> members;  ///< [group index] body rank
+    int64_t index = 0;             ///< the rank's index among them
+    int64_t root = 0;              ///< the group's root (its index): the member nearest the caller's root
+    bool active = true;            ///< false: the group idles (its rounds carry no operation)
+  };
   /// The sub-group `kind` of body rank `rank` under the bound region layout (bine/builtins.hpp):
   /// its members in group order (region: the ranks of the rank's region in rank order;
   /// across: the rank with the same local index in every region, in region order) and the
-  /// rank's index among them. False, with `err` set, when no layout is bound or the regions
-  /// are not all of one size (the groups would differ in size, so the composed schedule's
-  /// rounds would not line up across groups; docs/language.md, "Composition on sub-groups").
-  static bool group_of(GroupKind kind, int64_t rank, std::vector<int64_t>& members, int64_t& index, std::string& err) {
-    members.clear();
-    index = 0;
+  /// rank's index among them. For a schedule with a root (`rooted`), the group's root is the
+  /// member in the caller's root's region (across: region(root)) or with the root's local
+  /// index (region: local_rank(root)), and only the across group of the root itself is
+  /// active: the others hold no data of the root's (docs/language.md, "Composition on
+  /// sub-groups"). False, with `err` set, when no layout is bound or the regions are not
+  /// all of one size (the groups would differ in size, so the composed schedule's rounds
+  /// would not line up across groups).
+  static bool group_of(GroupKind kind, int64_t rank, int64_t root, bool rooted, GroupInfo& g, std::string& err) {
+    g = GroupInfo{};
     if (!bound_regions()) {
       const char* e = take_domain_error();
       return err = e ? e : "no region layout is bound", false;
@@ -243,32 +253,38 @@ class RoundPipeline {
     if (!equal_regions()) {
       err = std::string("the ") + std::to_string(n) + " regions are not of one size (region 0 has " +
             std::to_string(region_size(0)) + " ranks";
-      for (int64_t g = 1; g < n; ++g)
-        if (region_size(g) != region_size(0)) {
-          err += ", region " + std::to_string(g) + " has " + std::to_string(region_size(g));
+      for (int64_t h = 1; h < n; ++h)
+        if (region_size(h) != region_size(0)) {
+          err += ", region " + std::to_string(h) + " has " + std::to_string(region_size(h));
           break;
         }
       return err += ")", false;
     }
-    const int64_t g = region(rank), l = local_rank(rank);
+    const int64_t reg = region(rank), l = local_rank(rank);
     if (kind == GroupKind::region) {
-      for (int64_t i = 0; i < region_size(g); ++i) members.push_back(region_rank(g, i));
-      index = l;
+      for (int64_t i = 0; i < region_size(reg); ++i) g.members.push_back(region_rank(reg, i));
+      g.index = l;
+      g.root = local_rank(root);
     } else {
-      for (int64_t h = 0; h < n; ++h) members.push_back(region_rank(h, l));
-      index = g;
+      for (int64_t h = 0; h < n; ++h) g.members.push_back(region_rank(h, l));
+      g.index = reg;
+      g.root = region(root);
+      g.active = !rooted || local_rank(root) == l;
     }
     return true;
   }
-  /// Starts a composed phase on sub-group `kind` of this rank: its body's ranks are the
-  /// group's indices and its `inner_blocks` blocks (per buffer) map, in order, onto the
-  /// caller's blocks `window` (one contiguous range of the vector's blocks whose length is a
+  /// Starts a composed phase on sub-group `kind` of this rank (`rooted`: the composed
+  /// schedule has a root, the body's root(); group_of()): its body's ranks are the group's
+  /// indices and its `inner_blocks` blocks (per buffer) map, in order, onto the caller's
+  /// blocks `window` (one contiguous range of the vector's blocks whose length is a
   /// multiple k of inner_blocks: inner block j is the caller's blocks
   /// [lo + j k, lo + (j + 1) k), and block j of scratch buffer i is the same blocks of that
-  /// buffer). False, with `err` set, for a bad window, nested groups or unequal regions.
-  bool begin_group(GroupKind kind, const BlockSet& window, int64_t inner_blocks, std::string& err) {
+  /// buffer). An idle group's statements add no operation (its rounds stay, empty). False,
+  /// with `err` set, for a bad window, nested groups or unequal regions.
+  bool begin_group(GroupKind kind, const BlockSet& window, int64_t inner_blocks, bool rooted, std::string& err) {
     if (group_.on) return err = "a phase on a sub-group cannot run inside another one", false;
-    if (!group_of(kind, vrank_, group_.members, group_.index, err)) return false;
+    GroupInfo g;
+    if (!group_of(kind, vrank_, root(), rooted, g, err)) return false;
     const auto& rg = window.ranges();
     if (rg.size() != 1 || rg[0].first < 0 || rg[0].second > body_blocks_)
       return err = "the window must be one non-empty range of the caller's " + std::to_string(body_blocks_) + " blocks", false;
@@ -277,6 +293,9 @@ class RoundPipeline {
       return err = "the window's " + std::to_string(len) + " blocks are not a multiple of the composed schedule's " +
                    std::to_string(inner_blocks) + " blocks", false;
     group_.on = true;
+    group_.idle = !g.active;
+    group_.members = std::move(g.members);
+    group_.index = g.index;
     group_.lo = rg[0].first;
     group_.k = len / inner_blocks;
     group_.inner = inner_blocks;
@@ -313,13 +332,16 @@ class RoundPipeline {
   void begin_round() { ops_.clear(); }
   /// Body statements: `set` of body blocks to / from body rank `peer` (mod p()).
   void send(const BlockSet& set, int64_t peer, int32_t site = -1) {
+    if (group_.on && group_.idle) return;
     ops_.push_back(RoundOp::send_op(real_peer(group_peer(peer)), real_blocks(group_blocks(set)), Via::direct, site));
   }
   void recv(const BlockSet& set, int64_t peer, bool reduce, int32_t site = -1) {
+    if (group_.on && group_.idle) return;
     ops_.push_back(RoundOp::recv_op(real_peer(group_peer(peer)), real_blocks(group_blocks(set)), reduce, Via::direct, site));
   }
   /// `reduce src into dst` / `copy src into dst` (applied after the round's receives).
   void local(const BlockSet& src, const BlockSet& dst, bool reduce, int32_t site = -1) {
+    if (group_.on && group_.idle) return;
     RoundOp o;
     o.kind = RoundOp::Kind::local;
     o.reduce = reduce;
@@ -330,6 +352,7 @@ class RoundPipeline {
   }
   /// `permute`: block j moves to block to[j] (the driver checked the bijection).
   void permute(std::vector<int64_t> to, int32_t site = -1) {
+    if (group_.on && group_.idle) return;
     if (group_.on) {  // the group's blocks move within the window, the rest stays
       std::vector<int64_t> outer(static_cast<size_t>(body_blocks_));
       for (int64_t j = 0; j < body_blocks_; ++j) outer[size_t(j)] = j;
@@ -618,6 +641,7 @@ class RoundPipeline {
   /// The sub-group of the composed phase being run (begin_group()).
   struct Group {
     bool on = false;
+    bool idle = false;             ///< the group does not take part (group_of(): inactive)
     std::vector<int64_t> members;  ///< [group index] body rank
     int64_t index = 0;             ///< this rank's group index
     int64_t lo = 0, k = 1;         ///< window start; caller blocks per group block
