@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bine/builtins.hpp"
@@ -273,4 +275,150 @@ TEST_CASE("[LB] locality_aware_bruck_allgather verified for every layout in a ra
       proved += prove(map_spec(p, [&](int64_t) { return next(labels); }), p, p);
     }
   MESSAGE(proved << " instances proved");
+}
+
+// ---------------------------------------------------------------------------------------
+// The two-level form (two_level_locality_aware_bruck_allgather; the seed's Sec. 3: "replacing
+// all calls to bruck in Algorithm 2 with an additional layer of loc_bruck"). Socket sizes
+// through the wrappers tl_sK of tests/schedules/two_level_sockets.bine.
+
+namespace {
+
+const char* kTwoLevel = "tests/schedules/two_level_sockets.bine";
+
+const ScheduleDecl& decl_in(const Program& prog, const std::string& name) {
+  for (const ScheduleDecl& d : prog.schedules)
+    if (d.name == name) return d;
+  FAIL("no schedule " << name);
+  std::abort();
+}
+
+/// Socket of every rank, computed here from the region labels: sockets are runs of `ss`
+/// consecutive local indices (local index: rank order within the region), numbered
+/// region * p + local / ss.
+std::vector<int64_t> socket_labels(const std::vector<int64_t>& region, int64_t ss) {
+  const int64_t p = int64_t(region.size());
+  std::vector<int64_t> seen(size_t(p), 0), out(size_t(p), 0);
+  for (int64_t x = 0; x < p; ++x) out[size_t(x)] = region[size_t(x)] * p + seen[size_t(region[size_t(x)])]++ / ss;
+  return out;
+}
+
+/// Messages rank `x` sends that cross sockets but stay in its region.
+int64_t inter_socket_msgs(const Schedule& s, int64_t x, const std::vector<int64_t>& region,
+                          const std::vector<int64_t>& sock) {
+  int64_t n = 0;
+  for (const Round& rd : s.ranks[size_t(x)])
+    for (const Op& op : rd)
+      if (const auto* snd = std::get_if<SendOp>(&op))
+        n += region[size_t(x)] == region[size_t(snd->peer)] && sock[size_t(x)] != sock[size_t(snd->peer)];
+  return n;
+}
+
+/// The transfers of one round (kind, peer, blocks) without source lines, in order.
+std::vector<std::tuple<int, int64_t, std::string>> transfers(const Round& rd) {
+  std::vector<std::tuple<int, int64_t, std::string>> v;
+  for (const Op& op : rd) {
+    if (const auto* snd = std::get_if<SendOp>(&op)) v.emplace_back(0, snd->peer, format_blocks(snd->blocks));
+    if (const auto* rcv = std::get_if<RecvOp>(&op)) v.emplace_back(1, rcv->peer, format_blocks(rcv->blocks));
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("[LB] two-level locality-aware Bruck verified for every layout and socket size in a range") {
+  const Program& prog = library_with(kTwoLevel);
+  int64_t proved = 0;
+  // (tl_s1 and tl_s8 are the one-level form on these layouts: the next test case.)
+  for (const char* name : {"two_level_locality_aware_bruck_allgather", "tl_s2", "tl_s3", "tl_s4", "tl_s5"})
+    for (int64_t k = 1; k <= 16; ++k)
+      for (const std::string& spec : {std::to_string(k), "rr:" + std::to_string(k)}) {
+        RegionsScope scope(spec);
+        CheckOptions opt;
+        opt.p_lo = k;
+        opt.p_hi = 32;
+        DiagnosticSink diags;
+        const CheckReport rep = check_schedule(prog, decl_in(prog, name), opt, diags);
+        INFO(name << " p=" << k << "..32 --regions " << spec);
+        CHECK(rep.ok);
+        CHECK(rep.instances == 32 - k + 1);
+        proved += rep.instances;
+      }
+  // Unequal regions, labels from a linear congruential sequence.
+  uint64_t seed = 777;
+  auto next = [&seed](uint64_t mod) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return int64_t((seed >> 33) % mod);
+  };
+  for (int64_t p = 2; p <= 32; ++p)
+    for (const char* name : {"tl_s2", "tl_s3"}) {
+      const uint64_t labels = 1 + uint64_t(next(uint64_t(p / 3 + 1)));
+      RegionsScope scope(map_spec(p, [&](int64_t) { return next(labels); }));
+      CheckOptions opt;
+      opt.p_lo = opt.p_hi = p;
+      DiagnosticSink diags;
+      const CheckReport rep = check_schedule(prog, decl_in(prog, name), opt, diags);
+      INFO(name << " p=" << p << " --regions " << region_spec());
+      CHECK(rep.ok);
+      proved += rep.instances;
+    }
+  MESSAGE(proved << " instances proved");
+}
+
+TEST_CASE("[LB] two-level with one socket per region, or a socket of one rank, is the one-level form op by op") {
+  const Program& prog = library_with(kTwoLevel);
+  int64_t compared = 0;
+  for (int64_t k : {2, 3, 4, 5, 8})
+    for (int64_t p = k; p <= 40; ++p) {
+      RegionsScope scope(std::to_string(k));
+      // tl_s8: every region of at most 8 ranks is one socket; tl_s1: sockets of one rank.
+      for (const char* name : {"tl_s1", "tl_s8"}) {
+        CAPTURE(p);
+        CAPTURE(k);
+        CAPTURE(name);
+        const Schedule a = inst(prog, name, p), b = inst(prog, "locality_aware_bruck_allgather", p);
+        REQUIRE(a.num_rounds == b.num_rounds);
+        for (int64_t x = 0; x < p; ++x)
+          for (int64_t t = 0; t < a.num_rounds; ++t)
+            CHECK(transfers(a.ranks[size_t(x)][size_t(t)]) == transfers(b.ranks[size_t(x)][size_t(t)]));
+        ++compared;
+      }
+    }
+  CHECK(compared > 300);
+}
+
+TEST_CASE("[LB] two-level: the one-level non-local messages, and at most (K + 1) ceil(log_w2 sockets) inter-socket ones") {
+  // Equal regions of n ranks, sockets of s ranks (s divides n): every rank sends at most
+  // K = ceil(log_n r) non-local messages (as the one-level form) and, in each of the K + 1
+  // allgathers inside the region, ceil(log_s (n/s)) inter-socket ones; the one-level form's
+  // local Bruck crosses sockets more often (its last step always, earlier ones for some
+  // ranks). Counts walk the instances with labels computed here.
+  int64_t cases = 0;
+  for (int64_t s : {2, 3, 4})
+    for (int64_t n = 2 * s; n <= 16; n += s)
+      for (int64_t rn : {1, 2, 3, 4}) {
+        const int64_t p = n * rn;
+        const std::string spec = std::to_string(n);
+        RegionsScope scope(spec);
+        CAPTURE(p);
+        CAPTURE(n);
+        CAPTURE(s);
+        const Program& prog = library_with(kTwoLevel);
+        const Schedule two = inst(prog, "tl_s" + std::to_string(s), p);
+        const Schedule one = inst("locality_aware_bruck_allgather", p);
+        const std::vector<int64_t> region = labels_of(spec, p), sock = socket_labels(region, s);
+        int64_t nl_two = 0, nl_one = 0, is_two = 0, is_one = 0;
+        for (int64_t x = 0; x < p; ++x) {
+          nl_two = std::max(nl_two, sent_by(two, x, region).msgs);
+          nl_one = std::max(nl_one, sent_by(one, x, region).msgs);
+          is_two = std::max(is_two, inter_socket_msgs(two, x, region, sock));
+          is_one = std::max(is_one, inter_socket_msgs(one, x, region, sock));
+        }
+        CHECK(nl_two == log_ceil(rn, n));
+        CHECK(nl_two == nl_one);
+        CHECK(is_two == (log_ceil(rn, n) + 1) * log_ceil(n / s, s));
+        CHECK(is_two < is_one);
+        ++cases;
+      }
+  CHECK(cases >= 30);
 }
