@@ -219,10 +219,29 @@ def write_allocation(tmp, platform, nodes):
     return hosts, nmap
 
 
+# SMPI's collective selector (--cfg=smpi/coll-selector): its "default" algorithms are the
+# naive ones (allgather and alltoall post p^2 messages at once), which also serve the
+# runtime's own MPI_Allgather of node labels (bine/mpi_regions.hpp, once per communicator,
+# by every schedule that reads regions): at p = 1024 that one call did not finish in 15
+# minutes of simulation. `--coll-selector auto` (the default) keeps "default" up to p = 128
+# (the published tables) and takes "mpich" (MPICH's size- and p-based choice: Bruck,
+# recursive doubling, ring, ...) above; the oracle rows are named smpi:<selector>.
+COLL_SELECTOR = "auto"
+
+
+def coll_selector(p):
+    if COLL_SELECTOR != "auto":
+        return COLL_SELECTOR
+    return "default" if p <= 128 else "mpich"
+
+
 def simulate(platform, hosts, p, sizes, colls, cfgs, mpi_only=False, loads=False):
     """Runs the bench under smpirun; returns (rows, ok). Each row as the bench prints it."""
     cmd = [tool("smpirun"), "-np", str(p), "-platform", os.path.join(HERE, "platforms", platform + ".xml"),
-           "-hostfile", hosts, "--cfg=smpi/simulate-computation:no", "--log=root.thres:critical"] + cfgs
+           "-hostfile", hosts, "--cfg=smpi/simulate-computation:no", "--log=root.thres:critical"]
+    if coll_selector(p) != "default":
+        cmd.append(f"--cfg=smpi/coll-selector:{coll_selector(p)}")
+    cmd += cfgs
     cmd += [bench_path(p), ",".join(map(str, sizes)), PLATFORMS[platform]["global"]]
     cmd += (["--mpi-only"] if mpi_only else []) + colls
     env = dict(os.environ, BINE_SMPI_LINK_LOAD="1" if loads else "0")
@@ -316,7 +335,7 @@ def check_traffic(platform, hosts, nmap, p, sizes, colls, quiet=False):
 
 def measure(platform, p, where, sizes, colls, builtins=False, with_traffic=False):
     """Simulated times of every applicable generated schedule and of SMPI's collective (its
-    default algorithm, named `smpi:default`, and with `builtins` every algorithm of
+    default algorithm, named `smpi:default` (`smpi:mpich` under that selector), and with `builtins` every algorithm of
     BUILTINS, one simulation each), per (collective, size); with `with_traffic` on a
     platform with counted global links, every row also gets `global_load` (link_load
     plugin, bytes) and the generated ones `bine_cc` (bine-cc traffic's global bytes and
@@ -330,7 +349,7 @@ def measure(platform, p, where, sizes, colls, builtins=False, with_traffic=False
         bad += 0 if ok else 1
         for r in rows:
             if r["schedule"] == "mpi":
-                r["schedule"] = "smpi:default"
+                r["schedule"] = f"smpi:{coll_selector(p)}"
         if builtins:
             for coll in colls:
                 for algo in BUILTINS.get(coll, []):
@@ -345,7 +364,7 @@ def measure(platform, p, where, sizes, colls, builtins=False, with_traffic=False
             tbad, loads = check_traffic(platform, hosts, nmap, p, sizes, counted, quiet=True)
             bad += tbad
             for r in rows:
-                t = loads.get((r["collective"], "mpi" if r["schedule"] == "smpi:default" else r["schedule"], r["bytes"]))
+                t = loads.get((r["collective"], "mpi" if r["schedule"] == f"smpi:{coll_selector(p)}" else r["schedule"], r["bytes"]))
                 if t is not None:
                     r["global_load"] = t["global_load"]
                     r["bine_cc"] = t.get("bine_cc")
@@ -529,6 +548,8 @@ def main():
     r.add_argument("--platform", choices=sorted(PLATFORMS), required=True)
     r.add_argument("-p", type=int, required=True)
     r.add_argument("--placement", default="spread")
+    r.add_argument("--coll-selector", default="auto",
+                    help="SMPI's collective selector: auto (default up to p = 128, mpich above), default, mpich, ompi, ...")
     r.add_argument("--bytes", default="8,65536")
     r.add_argument("--collective", action="append", choices=COLLECTIVES)
     r.add_argument("--builtins", action="store_true", help="also SMPI's own algorithms (one simulation each)")
@@ -539,11 +560,15 @@ def main():
     bn.add_argument("-p", type=int, default=64)
     bn.add_argument("--platform", action="append", choices=sorted(PLATFORMS))
     bn.add_argument("--placement", default="spread")
+    bn.add_argument("--coll-selector", default="auto",
+                    help="SMPI's collective selector: auto (default up to p = 128, mpich above), default, mpich, ompi, ...")
     bn.add_argument("--bytes", default="8,65536")
     bn.add_argument("--collective", action="append", choices=COLLECTIVES)
     bn.add_argument("--out", help="the Markdown tables (default: standard output)")
     bn.add_argument("--json", help="every row as JSON")
     args = ap.parse_args()
+    global COLL_SELECTOR
+    COLL_SELECTOR = getattr(args, "coll_selector", "auto")
     if args.cmd == "build":
         print(build(args.p))
         return 0
