@@ -359,14 +359,14 @@ class RankRun {
       case StmtKind::let:
       case StmtKind::var:
       case StmtKind::assign:
-        if (s.in_fn) args_.back()[size_t(s.slot)] = eval_int(*s.a, s.span);
+        if (s.in_fn) frame_[frame_base_.back() + size_t(s.slot)] = eval_int(*s.a, s.span);
         else slots_[size_t(s.slot)] = eval(*s.a, s.span);
         return;
       case StmtKind::for_: {
         const int64_t lo = eval_int(*s.a, s.span), hi = eval_int(*s.b, s.span);
         for (int64_t i = lo; i < hi; ++i) {
           if (++steps_ > kMaxSteps) fail(s.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
-          if (s.in_fn) args_.back()[size_t(s.slot)] = i;
+          if (s.in_fn) frame_[frame_base_.back() + size_t(s.slot)] = i;
           else slots_[size_t(s.slot)].i = i;
           if (s.round_loop) {
             open_round(s, where_label(s) + ", " + s.name + " = " + std::to_string(i));
@@ -538,7 +538,7 @@ class RankRun {
           case NameKind::root: return root_;
           case NameKind::commutative: return commutative_;
           case NameKind::slot: return slots_[size_t(e.slot)].i;
-          case NameKind::fn_param: return args_.back()[size_t(e.slot)];
+          case NameKind::fn_param: return frame_[frame_base_.back() + size_t(e.slot)];
           case NameKind::unresolved: break;
         }
         internal_error(__FILE__, __LINE__, e.span.where() + ": unresolved name (sema resolves every name)");
@@ -586,18 +586,25 @@ class RankRun {
   int64_t call(const Expr& e, const Span& at) {
     if (e.builtin >= 0) return checked(builtin(e, at), e.span);
     const FnDecl& f = e.fn >= 0 ? rp_.fns[size_t(e.fn)] : rp_.program->fns[size_t(-2 - e.fn)];
-    std::vector<int64_t> a;
-    for (const ExprPtr& k : e.kids) a.push_back(int_expr(*k, at));
-    if (args_.size() > 256) fail(e.span, "fn calls nested too deeply");
+    // The frame goes on one stack of slots: the arguments, evaluated in order (a nested
+    // call in an argument pushes its frame above them and pops it before the next one),
+    // then the fn's locals. No allocation per call once the stack has grown.
+    const size_t base = frame_.size();
+    for (const ExprPtr& k : e.kids) {
+      const int64_t v = int_expr(*k, at);
+      frame_.push_back(v);
+    }
+    if (frame_base_.size() > 256) fail(e.span, "fn calls nested too deeply");
     // Calls count against the rank's step budget like loop iterations: fns that call the
     // previous one twice, level after level, grow exponentially without any loop.
     if (++steps_ > kMaxSteps)
       fail(e.span, "more than " + std::to_string(kMaxSteps) + " loop iterations and fn calls (in a call of fn '" + f.name + "')");
-    a.resize(size_t(std::max<int64_t>(f.frame_size, int64_t(a.size()))), 0);
-    args_.push_back(std::move(a));
+    frame_.resize(base + size_t(std::max<int64_t>(f.frame_size, int64_t(e.kids.size()))), 0);
+    frame_base_.push_back(base);
     exec_block(f.stmts);
     const int64_t v = int_expr(*f.body, at);
-    args_.pop_back();
+    frame_base_.pop_back();
+    frame_.resize(base);
     return v;
   }
   int64_t builtin(const Expr& e, const Span& at) {
@@ -746,7 +753,8 @@ class RankRun {
   Collective collective_;  ///< of the top-level schedule (error labels)
   int64_t p_ = 1, r_ = 0, root_ = 0;
   std::vector<Value> slots_;
-  std::vector<std::vector<int64_t>> args_;
+  std::vector<int64_t> frame_;        ///< fn frames (arguments, then locals), innermost last
+  std::vector<size_t> frame_base_;    ///< [call depth] where that call's frame starts in frame_
   std::vector<int64_t> use_segments_;  ///< [inlined use] the `segment` size in force inside it (bytes)
   std::vector<int64_t> use_p_, use_r_, use_root_, use_blocks_;  ///< [inlined use] the p, r, root and blocks its body sees
   const Stmt* mirror_ = nullptr;  ///< the mirror statement being replayed
