@@ -50,24 +50,31 @@ const Program& library_with(const std::string& extra) {
   return it->second;
 }
 
-const ScheduleDecl& sched(const std::string& name) {
-  for (const ScheduleDecl& s : library().schedules)
-    if (s.name == name) return s;
+const ScheduleDecl& sched(const Program& program, const std::string& name) {
+  for (const ScheduleDecl& s : program.schedules)
+    if (s.name == name) return s;  // names are unique (sema: "redefinition of schedule")
   FAIL("no schedule " << name);
   std::abort();
 }
 
+const ScheduleDecl& sched(const std::string& name) { return sched(library(), name); }
+
 Schedule inst(const Program& program, const std::string& name, int64_t p, int64_t root) {
-  const ScheduleDecl* s = nullptr;
-  for (const ScheduleDecl& d : program.schedules)
-    if (d.name == name) s = &d;
-  if (!s) FAIL("no schedule " << name);
+  const ScheduleDecl& s = sched(program, name);
   Schedule out;
   DiagnosticSink d;
-  REQUIRE(instantiate(program, *s, {p, root, default_commutative(*s)}, out, d) == InstStatus::ok);
+  REQUIRE(instantiate(program, s, {p, root, default_commutative(s)}, out, d) == InstStatus::ok);
   return out;
 }
 
 Schedule inst(const std::string& name, int64_t p, int64_t root) { return inst(library(), name, p, root); }
+
+RankMap rank_map(const std::string& spec, int64_t p) {
+  RankMap m;
+  std::string err;
+  INFO(spec << " p=" << p << ": " << err);
+  REQUIRE(build_rank_map(spec, p, m, err));
+  return m;
+}
 
 }  // namespace bine::test

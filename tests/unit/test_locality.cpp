@@ -286,13 +286,6 @@ namespace {
 
 const char* kTwoLevel = "tests/schedules/two_level_sockets.bine";
 
-const ScheduleDecl& decl_in(const Program& prog, const std::string& name) {
-  for (const ScheduleDecl& d : prog.schedules)
-    if (d.name == name) return d;
-  FAIL("no schedule " << name);
-  std::abort();
-}
-
 /// Socket of every rank, computed here from the region labels: sockets are runs of `ss`
 /// consecutive local indices (local index: rank order within the region), numbered
 /// region * p + local / ss.
@@ -338,7 +331,7 @@ TEST_CASE("[LB] two-level locality-aware Bruck verified for every layout and soc
         opt.p_lo = k;
         opt.p_hi = 32;
         DiagnosticSink diags;
-        const CheckReport rep = check_schedule(prog, decl_in(prog, name), opt, diags);
+        const CheckReport rep = check_schedule(prog, sched(prog, name), opt, diags);
         INFO(name << " p=" << k << "..32 --regions " << spec);
         CHECK(rep.ok);
         CHECK(rep.instances == 32 - k + 1);
@@ -357,7 +350,7 @@ TEST_CASE("[LB] two-level locality-aware Bruck verified for every layout and soc
       CheckOptions opt;
       opt.p_lo = opt.p_hi = p;
       DiagnosticSink diags;
-      const CheckReport rep = check_schedule(prog, decl_in(prog, name), opt, diags);
+      const CheckReport rep = check_schedule(prog, sched(prog, name), opt, diags);
       INFO(name << " p=" << p << " --regions " << region_spec());
       CHECK(rep.ok);
       proved += rep.instances;

@@ -24,14 +24,6 @@ namespace {
 using namespace bine;
 using namespace bine::test;
 
-RankMap rank_map(const std::string& spec, int64_t p) {
-  RankMap m;
-  std::string err;
-  INFO(spec << " p=" << p << ": " << err);
-  REQUIRE(build_rank_map(spec, p, m, err));
-  return m;
-}
-
 std::string map_error(const std::string& spec, int64_t p) {
   RankMap m;
   std::string err;
