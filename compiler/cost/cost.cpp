@@ -43,7 +43,7 @@ struct Message {
 using Key = std::tuple<double, int64_t, int64_t, int64_t>;
 
 struct Port {
-  bool busy = false;
+  int64_t active = 0;        ///< messages in progress on this port (at most CostParams::ports)
   bool dirty = false;        ///< listed in Simulator::dirty_
   int64_t last_msg = kNone;  ///< the message that last released the port
   double last_end = -1;
@@ -118,6 +118,10 @@ class Simulator {
     }
     if (!prm_.group.empty() && int64_t(prm_.group.size()) != s_.p) {
       err = "the group map has " + std::to_string(prm_.group.size()) + " ranks, the schedule " + std::to_string(s_.p);
+      return false;
+    }
+    if (prm_.ports < 1) {
+      err = "ports must be >= 1";
       return false;
     }
     if (!(prm_.f_alpha > 0) || !(prm_.f_beta > 0) || std::isinf(prm_.f_alpha) || std::isinf(prm_.f_beta)) {
@@ -332,7 +336,7 @@ class Simulator {
   void end_message(int64_t id, double now) {
     const Message& m = msgs_[size_t(id)];
     for (Port* port : {&send_port_[size_t(m.src)], &recv_port_[size_t(m.dst)]}) {
-      port->busy = false;
+      --port->active;
       port->last_msg = id;
       port->last_end = now;
     }
@@ -353,13 +357,16 @@ class Simulator {
     dirty_.push_back({kind, r});
   }
 
+  /// Whether every one of the port's `ports` lanes carries a message.
+  bool full(const Port& pt) const { return pt.active >= prm_.ports; }
+
   /// Starts message k at `now` when both of its ports are free; returns whether it did.
   bool try_start(const Key& k, double now) {
     const int64_t id = std::get<3>(k);
     Message& m = msgs_[size_t(id)];
     Port& sp = send_port_[size_t(m.src)];
     Port& rp = recv_port_[size_t(m.dst)];
-    if (m.started || sp.busy || rp.busy) return false;
+    if (m.started || full(sp) || full(rp)) return false;
     m.started = true;
     m.start = now;
     m.end = now + m.cost;
@@ -369,7 +376,8 @@ class Simulator {
     }
     sp.waiting.erase(k);
     rp.waiting.erase(k);
-    sp.busy = rp.busy = true;
+    ++sp.active;
+    ++rp.active;
     push(m.end, true, id);
     return true;
   }
@@ -383,11 +391,11 @@ class Simulator {
       std::vector<Key> cand;
       for (const auto& [kind, r] : dirty_) {
         const Port& pt = kind == 0 ? send_port_[size_t(r)] : recv_port_[size_t(r)];
-        if (pt.busy) continue;
+        if (full(pt)) continue;
         for (const Key& k : pt.waiting) {
           const Message& m = msgs_[size_t(std::get<3>(k))];
           const Port& other = kind == 0 ? recv_port_[size_t(m.dst)] : send_port_[size_t(m.src)];
-          if (!other.busy) {
+          if (!full(other)) {
             cand.push_back(k);
             break;
           }
@@ -490,6 +498,7 @@ class Simulator {
 std::string model_line(const CostParams& prm) {
   std::string l = "alpha = " + fmt(prm.alpha) + ", beta = " + fmt(prm.beta) + " per byte, gamma = " + fmt(prm.gamma) +
                   " per element; full duplex";
+  if (prm.ports != 1) l += ", " + std::to_string(prm.ports) + " ports each way";
   if (prm.f_alpha != 1 || prm.f_beta != 1)
     l += "; unidirectional pairs: f_alpha = " + fmt(prm.f_alpha) + ", f_beta = " + fmt(prm.f_beta);
   if (!prm.region.empty())

@@ -24,6 +24,11 @@ struct CostParams {
   /// bidirectional exchange; a message whose pair of ranks carries no message in the other
   /// direction in the same round costs f_alpha*alpha + f_beta*m*beta. 1 = plain model.
   double f_alpha = 1, f_beta = 1;
+  /// Ports per rank and direction (docs/cost.md, "Ports"): up to `ports` sends and `ports`
+  /// receives of a rank progress at the same time, each at alpha + m*beta (a multi-NIC node,
+  /// e.g. Fugaku's six TNIs, Bine trees paper Sec. 5.4.1); 1 = the papers' 1-ported model.
+  /// Must be >= 1, else simulate_cost fails.
+  int64_t ports = 1;
   /// Ranks per node (ranks r and q share a node when r / ppn == q / ppn); 0: flat network,
   /// every message uses alpha and beta.
   int64_t ppn = 0;

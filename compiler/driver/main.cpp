@@ -841,6 +841,10 @@ int main(int argc, char** argv) {
   cost->add_option("--gamma", copt.params.gamma, "time per element reduced")->required();
   cost->add_option("--f-alpha", copt.params.f_alpha, "alpha_uni / alpha for one-way pairs (default 1)");
   cost->add_option("--f-beta", copt.params.f_beta, "beta_uni / beta for one-way pairs (default 1)");
+  cost->add_option("--ports", copt.params.ports,
+                   "sends and receives a rank progresses at once, each way (default 1: the papers' 1-ported model; "
+                   "e.g. 6 for Fugaku's six NICs)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   CLI::Option* ppn_opt = cost->add_option("--ppn", copt.params.ppn, "ranks per node (default: flat network)");
   CLI::Option* al_opt = cost->add_option("--alpha-local", copt.params.alpha_local, "latency within a node / region (default --alpha)");
   CLI::Option* bl_opt =

@@ -8,7 +8,9 @@
 //   - the bandwidth-optimal volume 2 (p - 1) / p of the vector per rank (Thakur et al.,
 //     Sec. 4.4, Rabenseifner's allreduce; the flat Bine bdw sends as much);
 //   - links crossed from the torus rank map's minimal routes (tested against a walk
-//     around the rings in test_topo.cpp): fewer than the flat bine_allreduce_bdw's.
+//     around the rings in test_topo.cpp): fewer than the flat bine_allreduce_bdw's;
+//   - the cost model with K ports per rank (CostParams::ports) against the closed form of
+//     6 slices in 6 / K waves per round, derived here.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -19,6 +21,7 @@
 
 #include "bine/blockset.hpp"
 #include "check.h"
+#include "cost.h"
 #include "library.h"
 #include "machine.h"
 
@@ -153,4 +156,37 @@ TEST_CASE("[BT] Sec. 5.4.1: fewer links crossed on the torus than the flat Bine 
                  << " (ratio " << torus / flat << ")");
     CHECK(torus < 0.75 * flat);
   }
+}
+
+TEST_CASE("[BT] Sec. 5.4.1 priced with K ports per rank: the closed form of 6 / K waves per round") {
+  // Each of the 2 log2 p rounds carries 6 equal messages per rank (one per slice, n / (6 *
+  // 2^(t+1)) bytes in round t of the reduce-scatter, the same in its mirror); with K ports
+  // they go in W = 6 / K waves of alpha + m beta. Every rank reduces (p - 1) / p of the
+  // vector, one element after the other: T = 2 log2 p W alpha + 2 (p - 1) / p (n W / 6)
+  // beta + (p - 1) / p n gamma (n in bytes for beta, in elements for gamma). The flat bdw
+  // has one message per round, so extra ports do not change its cost.
+  const double alpha = 1e-6, beta = 1e-10, gamma = 3e-10;
+  for (int64_t p : {8, 64, 512}) {
+    const uint64_t elems = uint64_t(6 * p) * 1024;  // every block holds 1024 elements
+    const Schedule torus = inst("bine_torus_allreduce", p), flat = inst("bine_allreduce_bdw", p);
+    const double k = double(log2(p)), n = double(elems) * 4, share = double(p - 1) / double(p);
+    for (int64_t ports : {1, 2, 3, 6}) {
+      CostParams prm;
+      prm.alpha = alpha;
+      prm.beta = beta;
+      prm.gamma = gamma;
+      prm.ports = ports;
+      const CostResult t = simulate_cost(torus, CostVector{elems, 4}, prm);
+      const CostResult f = simulate_cost(flat, CostVector{elems, 4}, prm);
+      REQUIRE(t.ok);
+      REQUIRE(f.ok);
+      const double waves = 6.0 / double(ports);
+      INFO("p=" << p << " ports=" << ports);
+      CHECK(t.makespan == doctest::Approx(2 * k * waves * alpha + 2 * share * n * waves / 6 * beta + share * double(elems) * gamma).epsilon(1e-12));
+      CHECK(f.makespan == doctest::Approx(2 * k * alpha + 2 * share * n * beta + share * double(elems) * gamma).epsilon(1e-12));
+    }
+  }
+  CostParams bad;
+  bad.ports = 0;
+  CHECK_FALSE(simulate_cost(inst("bine_torus_allreduce", 8), CostVector{48, 4}, bad).ok);
 }
