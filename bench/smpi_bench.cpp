@@ -185,6 +185,15 @@ size_t checked_elems(const std::string& k, size_t n, int p, int me) {
 
 }  // namespace
 
+/// Whether schedule `name` is timed: BINE_SMPI_SCHEDULES (comma-separated schedule names,
+/// sim/smpi.py --schedule) unset or empty means every applicable one.
+bool wanted(const char* name) {
+  const char* env = std::getenv("BINE_SMPI_SCHEDULES");
+  if (!env || !*env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + std::string(name) + ",") != std::string::npos;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int p = 1, me = 0;
@@ -263,7 +272,7 @@ int main(int argc, char** argv) {
       // "mpi" (the oracle) is last in the table; run it first.
       std::vector<const Entry*> order{&c.entries[c.n - 1]};
       for (size_t i = 0; i + 1 < c.n && !mpi_only; ++i)
-        if (c.entries[i].applicable(p) == 1) order.push_back(&c.entries[i]);
+        if (c.entries[i].applicable(p) == 1 && wanted(c.entries[i].name)) order.push_back(&c.entries[i]);
       for (const Entry* e : order) {
         auto fill = [&] {
           for (size_t i = 0; i < cap; ++i) s[i] = int32_t((uint64_t(me) * 7919u + i * 104729u) % 1000u);

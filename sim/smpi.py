@@ -235,6 +235,9 @@ def coll_selector(p):
     return "default" if p <= 128 else "mpich"
 
 
+ONLY = []  # run --schedule: the generated schedules to time (empty: every applicable one)
+
+
 def simulate(platform, hosts, p, sizes, colls, cfgs, mpi_only=False, loads=False):
     """Runs the bench under smpirun; returns (rows, ok). Each row as the bench prints it."""
     cmd = [tool("smpirun"), "-np", str(p), "-platform", os.path.join(HERE, "platforms", platform + ".xml"),
@@ -244,7 +247,7 @@ def simulate(platform, hosts, p, sizes, colls, cfgs, mpi_only=False, loads=False
     cmd += cfgs
     cmd += [bench_path(p), ",".join(map(str, sizes)), PLATFORMS[platform]["global"]]
     cmd += (["--mpi-only"] if mpi_only else []) + colls
-    env = dict(os.environ, BINE_SMPI_LINK_LOAD="1" if loads else "0")
+    env = dict(os.environ, BINE_SMPI_LINK_LOAD="1" if loads else "0", BINE_SMPI_SCHEDULES=",".join(ONLY))
     with tempfile.TemporaryDirectory() as tmp:
         # smpirun copies the program once per rank (privatization by dlopen) into smpi/tmpdir.
         cmd.insert(1, f"--cfg=smpi/tmpdir:{tmp}")
@@ -395,6 +398,7 @@ def table(rows, out=sys.stdout):
 
 
 def run(args):
+    ONLY[:] = args.schedule or []
     sizes = [int(b) for b in args.bytes.split(",")]
     rows, bad = measure(args.platform, args.p, args.placement, sizes, args.collective or COLLECTIVES, args.builtins,
                         args.traffic)
@@ -554,6 +558,8 @@ def main():
     r.add_argument("--collective", action="append", choices=COLLECTIVES)
     r.add_argument("--builtins", action="store_true", help="also SMPI's own algorithms (one simulation each)")
     r.add_argument("--traffic", action="store_true", help="check global-link loads against bine-cc traffic")
+    r.add_argument("--schedule", action="append",
+                   help="time only these generated schedules (repeatable; SMPI's own collective always runs)")
     r.add_argument("--json")
     sub.add_parser("check")
     bn = sub.add_parser("bench")

@@ -47,8 +47,25 @@ class SiteTable {
     return last_id_ = it->second;
   }
   const Stmt* at(int32_t id) const { return id >= 0 ? stmts_[size_t(id)] : nullptr; }
+  /// The interned origin of (site, derivation, mirror site), once per instance: every rank
+  /// and round reuses it (interning hashes the origin's text).
+  template <class Make>
+  OriginRef origin(int32_t site, int via, int32_t via_site, Make&& make) {
+    if (size_t(site + 1) >= origins_.size()) origins_.resize(size_t(site + 2));
+    std::vector<OriginEntry>& e = origins_[size_t(site + 1)];
+    for (const OriginEntry& x : e)
+      if (x.via == via && x.via_site == via_site) return x.ref;
+    e.push_back({via, via_site, OriginRef(make())});
+    return e.back().ref;
+  }
 
  private:
+  struct OriginEntry {
+    int via;
+    int32_t via_site;
+    OriginRef ref;
+  };
+  std::vector<std::vector<OriginEntry>> origins_;  ///< [site + 1] see origin()
   std::unordered_map<const Stmt*, int32_t> ids_;
   std::vector<const Stmt*> stmts_;
   const Stmt* last_ = nullptr;
@@ -189,28 +206,31 @@ class RankRun {
   }
   /// The Schedule op of a pipeline op, with its origin.
   Op op_of(RoundOp&& o) const {
-    const Stmt* site = sites_.at(o.site);
-    Origin org{site ? site->span : Span{}, {}, {}};
-    switch (o.via) {
-      case Via::direct: break;
-      case Via::mirror: {
-        const Stmt* m = sites_.at(o.via_site);
-        org.via = "mirror of phase '" + m->other + "'";
-        org.via_span = m->span;
-        break;
+    const OriginRef org = sites_.origin(o.site, int(o.via), o.via_site, [&] {
+      const Stmt* site = sites_.at(o.site);
+      Origin g{site ? site->span : Span{}, {}, {}};
+      switch (o.via) {
+        case Via::direct: break;
+        case Via::mirror: {
+          const Stmt* m = sites_.at(o.via_site);
+          g.via = "mirror of phase '" + m->other + "'";
+          g.via_span = m->span;
+          break;
+        }
+        case Via::fold: g = Origin{rp_.fold_span, "fold", rp_.fold_span}; break;
+        case Via::fold_pair: g.via = "fold 3-2 (2-1 pair)", g.via_span = rp_.fold_span; break;
+        case Via::fold_step: g.via = "fold 3-2 (3-2 step)", g.via_span = rp_.fold_span; break;
       }
-      case Via::fold: org = Origin{rp_.fold_span, "fold", rp_.fold_span}; break;
-      case Via::fold_pair: org.via = "fold 3-2 (2-1 pair)", org.via_span = rp_.fold_span; break;
-      case Via::fold_step: org.via = "fold 3-2 (3-2 step)", org.via_span = rp_.fold_span; break;
-    }
+      return g;
+    });
     switch (o.kind) {
-      case RoundOp::Kind::send: return SendOp{o.peer, std::move(o.blocks), std::move(org)};
-      case RoundOp::Kind::recv: return RecvOp{o.peer, std::move(o.blocks), o.reduce, std::move(org)};
-      case RoundOp::Kind::local: return LocalOp{std::move(o.src), std::move(o.blocks), o.reduce, std::move(org)};
+      case RoundOp::Kind::send: return SendOp{o.peer, std::move(o.blocks), org};
+      case RoundOp::Kind::recv: return RecvOp{o.peer, std::move(o.blocks), o.reduce, org};
+      case RoundOp::Kind::local: return LocalOp{std::move(o.src), std::move(o.blocks), o.reduce, org};
       case RoundOp::Kind::permute: {
         PermuteOp pm;
         pm.to = std::move(o.to);
-        pm.origin = std::move(org);
+        pm.origin = org;
         pm.blocks = std::move(o.blocks);
         return pm;
       }

@@ -1,10 +1,66 @@
 #include "schedule.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace bine {
+
+namespace {
+
+/// The interned origins: entry 0 is the empty origin; a deque keeps addresses stable.
+struct OriginTable {
+  /// Every field of both spans (a freed SourceFile's address may come back for another
+  /// text, so line and column are part of the key) and the derivation.
+  struct Key {
+    std::array<uint64_t, 6> v;
+    std::string via;
+    bool operator==(const Key& o) const { return v == o.v && via == o.via; }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      size_t h = std::hash<std::string>()(k.via);
+      for (uint64_t x : k.v) h = (h ^ std::hash<uint64_t>()(x)) * 0x9E3779B97F4A7C15ull;
+      return h;
+    }
+  };
+  std::deque<Origin> origins{Origin{}};
+  std::unordered_map<Key, uint32_t, Hash> index;
+  OriginTable() { index.emplace(key(Origin{}), 0); }
+  static Key key(const Origin& o) {
+    auto half = [](const Span& sp, std::array<uint64_t, 6>& v, size_t at) {
+      v[at] = uint64_t(uintptr_t(sp.file));
+      v[at + 1] = uint64_t(sp.begin) << 32 | sp.end;
+      v[at + 2] = uint64_t(sp.line) << 32 | sp.col;
+    };
+    Key k{{}, o.via};
+    half(o.span, k.v, 0);
+    half(o.via_span, k.v, 3);
+    return k;
+  }
+};
+
+OriginTable& origin_table() {
+  static OriginTable t;
+  return t;
+}
+
+}  // namespace
+
+OriginRef::OriginRef(const Origin& o) {
+  OriginTable& t = origin_table();
+  auto [it, fresh] = t.index.try_emplace(OriginTable::key(o), uint32_t(t.origins.size()));
+  if (fresh) t.origins.push_back(o);
+  id_ = it->second;
+}
+
+const Origin& OriginRef::get() const { return origin_table().origins[id_]; }
+
 
 std::string format_blocks(const BlockSet& s) {
   std::string out = "{";
@@ -166,8 +222,8 @@ std::string schedule_json(const Schedule& s) {
         nlohmann::ordered_json o;
         if (const auto* pm = std::get_if<PermuteOp>(&op)) {
           o["op"] = "permute";
-          o["to"] = pm->to;
-          if (pm->origin.span.valid()) o["line"] = pm->origin.span.line;
+          o["to"] = pm->to.get();
+          if (pm->origin->span.valid()) o["line"] = pm->origin->span.line;
           ops.push_back(o);
           continue;
         }
@@ -180,9 +236,9 @@ std::string schedule_json(const Schedule& s) {
           o["op"] = lo->reduce ? "local_reduce" : "local_copy";
           o["src"] = ranges_of(lo->src);
           o["blocks"] = ranges_of(lo->blocks);
-          if (lo->origin.span.valid()) {
-            o["line"] = lo->origin.span.line;
-            o["column"] = lo->origin.span.col;
+          if (lo->origin->span.valid()) {
+            o["line"] = lo->origin->span.line;
+            o["column"] = lo->origin->span.col;
           }
           ops.push_back(o);
           continue;

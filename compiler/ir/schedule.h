@@ -2,6 +2,7 @@
 // for every rank, an ordered list of rounds, each a list of transfers over block sets.
 // Every analysis (verify, cost, translation validation) runs on this level.
 #pragma once
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,11 +19,54 @@ struct Origin {
   Span via_span;             ///< the mirror / fold declaration
 };
 
+/// An op's Origin, interned: 4 bytes in the op instead of 80 (a schedule has millions of
+/// ops and a few dozen distinct origins, one per statement and derivation). Interned
+/// origins live in one process-wide table that only grows (by the distinct origins of the
+/// programs instantiated; not thread-safe, like instantiation itself); an interned
+/// Origin's address never changes.
+class OriginRef {
+ public:
+  OriginRef() = default;  ///< the empty origin (no span, direct)
+  OriginRef(const Origin& o);  // NOLINT(google-explicit-constructor): ops are built from Origins
+  const Origin& get() const;
+  operator const Origin&() const { return get(); }  // NOLINT(google-explicit-constructor)
+  const Origin* operator->() const { return &get(); }
+  uint32_t id() const { return id_; }
+
+ private:
+  uint32_t id_ = 0;
+};
+
+/// A value kept out of line, shared and immutable (copies share it): the rare op kinds'
+/// payloads (a permutation, a local op's source set) stay out of the variant, which is as
+/// wide as its widest member and would otherwise make every send and receive wider.
+/// Reads like a `const T&` (implicit conversion, `->`, `[]`, `size()`).
+template <class T>
+class Boxed {
+ public:
+  Boxed() : p_(empty()) {}
+  Boxed(T v) : p_(std::make_shared<const T>(std::move(v))) {}  // NOLINT(google-explicit-constructor)
+  const T& get() const { return *p_; }
+  operator const T&() const { return *p_; }  // NOLINT(google-explicit-constructor)
+  const T* operator->() const { return p_.get(); }
+  const T& operator*() const { return *p_; }
+  template <class I>
+  decltype(auto) operator[](I i) const { return (*p_)[i]; }
+  auto size() const { return p_->size(); }
+
+ private:
+  static const std::shared_ptr<const T>& empty() {
+    static const std::shared_ptr<const T> e = std::make_shared<const T>();
+    return e;
+  }
+  std::shared_ptr<const T> p_;
+};
+
 /// Send `blocks` of the rank's buffer to `peer` (a real rank).
 struct SendOp {
   int64_t peer = -1;
   BlockSet blocks;
-  Origin origin;
+  OriginRef origin;
 };
 /// Receive `blocks` from `peer`; reduce: combine into the buffer (lower rank's data is
 /// the left operand), else overwrite.
@@ -30,13 +74,13 @@ struct RecvOp {
   int64_t peer = -1;
   BlockSet blocks;
   bool reduce = false;
-  Origin origin;
+  OriginRef origin;
 };
 /// Local permutation of the rank's blocks, applied at the end of its round (after the
 /// receives): the block in slot j moves to slot to[j]. `to` is a bijection on [0, B).
 struct PermuteOp {
-  std::vector<int64_t> to;
-  Origin origin;
+  Boxed<std::vector<int64_t>> to;
+  OriginRef origin;
   int64_t peer = -1;  ///< no peer (lets generic accessors compile; use is_transfer())
   BlockSet blocks;    ///< every block
 };
@@ -46,10 +90,10 @@ struct PermuteOp {
 /// as in MPI_Reduce_local(src, dst)). Blocks index the rank's buffers: block b of buffer j
 /// is j * B + b (buffer 0 is the vector, 1..scratch the `scratch` buffers).
 struct LocalOp {
-  BlockSet src;
+  Boxed<BlockSet> src;
   BlockSet blocks;   ///< the destination
   bool reduce = false;
-  Origin origin;
+  OriginRef origin;
   int64_t peer = -1;  ///< no peer (generic accessors; use is_transfer())
 };
 using Op = std::variant<SendOp, RecvOp, PermuteOp, LocalOp>;
@@ -88,7 +132,7 @@ struct Schedule {
 };
 
 inline const Origin& origin_of(const Op& op) {
-  return std::visit([](const auto& o) -> const Origin& { return o.origin; }, op);
+  return std::visit([](const auto& o) -> const Origin& { return o.origin.get(); }, op);
 }
 inline int64_t peer_of(const Op& op) {
   return std::visit([](const auto& o) { return o.peer; }, op);
@@ -107,7 +151,7 @@ inline const BlockSet& blocks_of(const Op& op) {
 struct RoundMatching {
   /// Op i of rank r in the round is entry at[r] + i of `mate` (at has p + 1 entries).
   /// 32-bit entries: the verifier keeps one matching per round (about 6 bytes per op,
-  /// against 232 for the op itself).
+  /// against 104 for the op itself).
   std::vector<uint32_t> at;
   /// [at[r] + i] the index, in its peer's round, of the op that op i of rank r meets; -1
   /// for an op that is not a transfer or is unmatched.

@@ -695,13 +695,13 @@ class Verifier {
               nv = received_is_left_operand(x, y) ? combine(v, o) : combine(o, v);
               if (prev >= 0) {
                 ups[size_t(prev)].term = nv;
-                ups[size_t(prev)].origin = &rv->origin;
+                ups[size_t(prev)].origin = &rv->origin.get();
                 continue;
               }
               reduced_[size_t(b)] = int64_t(ups.size());
               touched_.push_back(b);
             }
-            ups.push_back({y, b, nv, &rv->origin});
+            ups.push_back({y, b, nv, &rv->origin.get()});
           }
       }
     }
@@ -722,7 +722,7 @@ class Verifier {
           std::vector<WriteSite> wmoved(moved.size());
           for (size_t j = 0; j < pm->to.size(); ++j) {
             moved[size_t(pm->to[j])] = state_[size_t(y)][j];
-            wmoved[size_t(pm->to[j])] = {t, &pm->origin};
+            wmoved[size_t(pm->to[j])] = {t, &pm->origin.get()};
           }
           state_[size_t(y)] = std::move(moved);
           writer_[size_t(y)] = std::move(wmoved);
@@ -746,7 +746,7 @@ class Verifier {
       return false;
     }
     std::vector<int64_t> from;
-    for (const auto& [a, b] : lo.src.ranges())
+    for (const auto& [a, b] : lo.src->ranges())
       for (int64_t i = a; i < b; ++i) from.push_back(i);
     size_t next = 0;
     std::vector<int32_t>& st = state_[size_t(y)];
@@ -788,7 +788,7 @@ class Verifier {
           nv = combine(v, o);
         }
         st[size_t(d)] = nv;
-        writer_[size_t(y)][size_t(d)] = {t, &lo.origin};
+        writer_[size_t(y)][size_t(d)] = {t, &lo.origin.get()};
       }
     return true;
   }

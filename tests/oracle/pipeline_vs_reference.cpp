@@ -74,9 +74,9 @@ bool same_schedule(const bine::Schedule& a, const bine::Schedule& b) {
         if (const auto* r = std::get_if<bine::RecvOp>(&oa); r && r->reduce != std::get<bine::RecvOp>(ob).reduce) return false;
         if (const auto* l = std::get_if<bine::LocalOp>(&oa)) {
           const auto& m = std::get<bine::LocalOp>(ob);
-          if (l->reduce != m.reduce || !(l->src == m.src)) return false;
+          if (l->reduce != m.reduce || !(l->src.get() == m.src.get())) return false;
         }
-        if (const auto* pm = std::get_if<bine::PermuteOp>(&oa); pm && pm->to != std::get<bine::PermuteOp>(ob).to) return false;
+        if (const auto* pm = std::get_if<bine::PermuteOp>(&oa); pm && pm->to.get() != std::get<bine::PermuteOp>(ob).to.get()) return false;
       }
     }
   }

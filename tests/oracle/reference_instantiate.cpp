@@ -299,7 +299,7 @@ class RankRun {
         PermuteOp op;
         op.origin = Origin{s.span, {}, {}};
         op.blocks = BlockSet::all(blocks);
-        op.to.assign(size_t(blocks), 0);
+        std::vector<int64_t> perm(size_t(blocks), 0);
         std::vector<char> hit(size_t(blocks), 0);
         for (int64_t j = 0; j < blocks; ++j) {
           slots_[size_t(s.slot)].i = j;
@@ -311,15 +311,17 @@ class RankRun {
             fail(s.a->span, "permute is not a bijection: two blocks go to block " + std::to_string(d) + " (one of them is block " +
                                 std::to_string(j) + ")");
           hit[size_t(d)] = 1;
-          op.to[size_t(j)] = d;
+          perm[size_t(j)] = d;
         }
         if (gm_.on) {  // inside a sub-group: each group block is k caller blocks of the window
           std::vector<int64_t> to(size_t(gm_.outer));
           for (int64_t x = 0; x < gm_.outer; ++x) to[size_t(x)] = x;
           for (int64_t x = gm_.lo; x < gm_.lo + gm_.inner * gm_.k; ++x)
-            to[size_t(x)] = gm_.lo + op.to[size_t((x - gm_.lo) / gm_.k)] * gm_.k + (x - gm_.lo) % gm_.k;
+            to[size_t(x)] = gm_.lo + perm[size_t((x - gm_.lo) / gm_.k)] * gm_.k + (x - gm_.lo) % gm_.k;
           op.to = std::move(to);
           op.blocks = BlockSet::all(gm_.outer);
+        } else {
+          op.to = std::move(perm);
         }
         add(std::move(op));
         return;
@@ -438,7 +440,9 @@ class RankRun {
               continue;  // local reductions and copies are not replayed by a mirror
             } else if (const auto* pm = std::get_if<PermuteOp>(&op)) {
               PermuteOp inv = *pm;  // mirrored: the inverse permutation
-              for (size_t j = 0; j < pm->to.size(); ++j) inv.to[size_t(pm->to[j])] = int64_t(j);
+              std::vector<int64_t> back(pm->to.size());
+              for (size_t j = 0; j < pm->to.size(); ++j) back[size_t(pm->to[j])] = int64_t(j);
+              inv.to = std::move(back);
               inv.origin = o;
               rounds.back().push_back(std::move(inv));
             } else {
@@ -750,9 +754,11 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
   auto via = [&](const Op& op, const char* what) {
     Op o = op;
     std::visit([&](auto& v) {
-      if (v.origin.via.empty()) {
-        v.origin.via = what;
-        v.origin.via_span = decl.fold_span;
+      if (v.origin->via.empty()) {
+        Origin org = v.origin;
+        org.via = what;
+        org.via_span = decl.fold_span;
+        v.origin = org;
       }
     }, o);
     return o;
