@@ -132,7 +132,10 @@ class RankRun {
 
   Recorder rec;                     ///< the instance rounds of this rank
   std::vector<const Stmt*> sites;   ///< [body round] the statement that opened it (a mirror for its replays)
-  std::vector<std::string> labels;  ///< [body round]
+  std::vector<std::string> labels;  ///< [body round] (empty unless keep_labels)
+  /// Whether to build the round labels: only the reference rank's are used (the first
+  /// rank that runs the body); the others' rounds are compared by site and segment.
+  bool keep_labels = true;
   std::vector<int64_t> segments;    ///< [body round] the `segment` size in force (bytes, 0: none)
   int64_t blocks = 1;
   int64_t scratch = 0;              ///< K of `scratch K` (buffers besides the vector)
@@ -201,7 +204,8 @@ class RankRun {
     const Stmt& s = *mirror_;
     if (sites.size() >= kMaxRounds) fail(s.span, "more than " + std::to_string(kMaxRounds) + " rounds");
     sites.push_back(&s);
-    labels.push_back("phase " + s.name + " (mirror of phase '" + s.other + "', its body round " + std::to_string(i) + ")");
+    if (keep_labels)
+      labels.push_back("phase " + s.name + " (mirror of phase '" + s.other + "', its body round " + std::to_string(i) + ")");
     segments.push_back(segment_);
   }
   /// The Schedule op of a pipeline op, with its origin.
@@ -349,10 +353,12 @@ class RankRun {
   void exec_block(const Block& b) {
     for (const StmtPtr& s : b) exec(*s);
   }
-  void open_round(const Stmt& site, const std::string& label) {
+  /// Opens a round at `site`; `label()` gives its label (built only when keep_labels).
+  template <class Label>
+  void open_round(const Stmt& site, Label&& label) {
     if (sites.size() >= kMaxRounds) fail(site.span, "more than " + std::to_string(kMaxRounds) + " rounds");
     sites.push_back(&site);
-    labels.push_back(label);
+    if (keep_labels) labels.push_back(label());
     segments.push_back(segment_);
     pipe_.begin_round();
     in_round_ = true;
@@ -367,7 +373,7 @@ class RankRun {
   }
   void exec(const Stmt& s) {
     if (s.round && !in_round_) {
-      open_round(s, where_label(s));
+      open_round(s, [&] { return where_label(s); });
       exec_inner(s);
       close_round();
       return;
@@ -389,7 +395,7 @@ class RankRun {
           if (s.in_fn) frame_[frame_base_.back() + size_t(s.slot)] = i;
           else slots_[size_t(s.slot)].i = i;
           if (s.round_loop) {
-            open_round(s, where_label(s) + ", " + s.name + " = " + std::to_string(i));
+            open_round(s, [&] { return where_label(s) + ", " + s.name + " = " + std::to_string(i); });
             exec_block(s.body);
             close_round();
           } else {
@@ -453,8 +459,10 @@ class RankRun {
         for (int64_t t = 0; t < view.steps; ++t) {
           const int64_t k = t % view.frames;
           const Stmt& site = *s.body[size_t(k)];
-          open_round(site, "frames, step " + std::to_string(t) + " (frame " + std::to_string(k) + ", cycle " +
-                               std::to_string(t / view.frames) + ")");
+          open_round(site, [&] {
+            return "frames, step " + std::to_string(t) + " (frame " + std::to_string(k) + ", cycle " +
+                   std::to_string(t / view.frames) + ")";
+          });
           if (frames_op(view, node, t, op)) {
             const int64_t peer = mod(bine::add(bine::sub(op.peer, f.root), root_), f.nodes);
             const BlockSet one = BlockSet::block(op.packet, blocks);
@@ -850,6 +858,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   try {
     for (int64_t x = 0; x < req.p; ++x) {
       runs.emplace_back(rp, fl, sites, x, req.commutative, diags);
+      runs.back().keep_labels = ref == nullptr;
       if (!fl.runs_body(x)) continue;
       const bool met = runs.back().run();
       if (first_rank < 0) {
