@@ -50,7 +50,7 @@ class SiteTable {
   /// The interned origin of (site, derivation, mirror site), once per instance: every rank
   /// and round reuses it (interning hashes the origin's text).
   template <class Make>
-  OriginRef origin(int32_t site, int via, int32_t via_site, Make&& make) {
+  OriginRef origin(int32_t site, Via via, int32_t via_site, Make&& make) {
     if (size_t(site + 1) >= origins_.size()) origins_.resize(size_t(site + 2));
     std::vector<OriginEntry>& e = origins_[size_t(site + 1)];
     for (const OriginEntry& x : e)
@@ -61,7 +61,7 @@ class SiteTable {
 
  private:
   struct OriginEntry {
-    int via;
+    Via via;
     int32_t via_site;
     OriginRef ref;
   };
@@ -210,7 +210,7 @@ class RankRun {
   }
   /// The Schedule op of a pipeline op, with its origin.
   Op op_of(RoundOp&& o) const {
-    const OriginRef org = sites_.origin(o.site, int(o.via), o.via_site, [&] {
+    const OriginRef org = sites_.origin(o.site, o.via, o.via_site, [&] {
       const Stmt* site = sites_.at(o.site);
       Origin g{site ? site->span : Span{}, {}, {}};
       switch (o.via) {

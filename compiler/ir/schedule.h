@@ -31,7 +31,6 @@ class OriginRef {
   const Origin& get() const;
   operator const Origin&() const { return get(); }  // NOLINT(google-explicit-constructor)
   const Origin* operator->() const { return &get(); }
-  uint32_t id() const { return id_; }
 
  private:
   uint32_t id_ = 0;
@@ -49,7 +48,6 @@ class Boxed {
   const T& get() const { return *p_; }
   operator const T&() const { return *p_; }  // NOLINT(google-explicit-constructor)
   const T* operator->() const { return p_.get(); }
-  const T& operator*() const { return *p_; }
   template <class I>
   decltype(auto) operator[](I i) const { return (*p_)[i]; }
   auto size() const { return p_->size(); }
