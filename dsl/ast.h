@@ -47,8 +47,11 @@ enum class StmtKind { let, var, assign, for_, if_, send, recv, exchange, phase, 
 /// the packets u holds and v lacks at the start of the step (docs/language.md, "frames").
 enum class PacketRule {
   lowest,    ///< the lowest packet id: every node receives packets 0, 1, 2, ... in order
-  potential  ///< BBS Algorithm 1 (forward potential): the packet that the most neighbours of
-             ///< v lack; ties: the lowest id (Lu et al., "A New Broadcast Model ...", Sec. 2.3)
+  potential,  ///< BBS Algorithm 1 (forward potential): the packet that the most neighbours of
+              ///< v lack; ties: the lowest id (Lu et al., "A New Broadcast Model ...", Sec. 2.3)
+  stream      ///< `packet stream K` (ours, docs/bbs.md "Streams"): arc u>v:J carries the lowest
+              ///< packet q with q mod K = J; the arcs of stream J are meant to form a spanning
+              ///< arborescence, so each stream's packets flow down it in order
 };
 const char* packet_rule_name(PacketRule r);
 
@@ -59,12 +62,15 @@ struct FramesData {
   int64_t nodes = 0;   ///< P: the topology's node count (the schedule applies at p = P only)
   int64_t root = 0;    ///< the node the frames' root sits on
   PacketRule rule = PacketRule::lowest;
+  int64_t streams = 0;  ///< K of `packet stream K` (0 under the other rules)
   Span nodes_span, root_span, rule_span, links_span;
   std::vector<std::pair<int64_t, int64_t>> links;  ///< undirected links (u, v), as written
   std::vector<Span> link_spans;
   /// [frame] the arcs (sender, receiver) active in step t when t mod F is the frame's index
   std::vector<std::vector<std::pair<int64_t, int64_t>>> frames;
   std::vector<std::vector<Span>> arc_spans;
+  /// [frame][arc] the stream J of `U>V:J`, -1 where the arc names none
+  std::vector<std::vector<int64_t>> arc_streams;
   std::vector<Span> frame_spans;  ///< [frame] the `frame` line
 };
 

@@ -520,8 +520,8 @@ class Parser {
     }
   }
   // frames_stmt := 'frames' '{' { frames_item } '}'
-  // frames_item := 'nodes' INT | 'root' INT | 'packet' IDENT
-  //              | 'links' { INT '-' INT } | 'frame' { INT '>' INT }
+  // frames_item := 'nodes' INT | 'root' INT | 'packet' IDENT [INT]
+  //              | 'links' { INT '-' INT } | 'frame' { INT '>' INT [':' INT] }
   // (nodes, root, packet, links and frame are words of the frames block, not keywords)
   StmtPtr frames_stmt() {
     StmtPtr s = make_stmt(StmtKind::frames);
@@ -563,19 +563,25 @@ class Parser {
       } else if (word == "packet") {
         once(seen_rule, "packet");
         ++pos_;
-        if (!at(Tok::ident) || (cur().text != "lowest" && cur().text != "potential")) {
-          error_here("expected a packet rule after 'packet' ('lowest' or 'potential'), found " + describe(cur()));
+        if (!at(Tok::ident) || (cur().text != "lowest" && cur().text != "potential" && cur().text != "stream")) {
+          error_here("expected a packet rule after 'packet' ('lowest', 'potential' or 'stream K'), found " + describe(cur()));
           return skip_frames(open);
         }
-        fd->rule = cur().text == "lowest" ? PacketRule::lowest : PacketRule::potential;
+        fd->rule = cur().text == "lowest" ? PacketRule::lowest : cur().text == "potential" ? PacketRule::potential : PacketRule::stream;
         fd->rule_span = cur().span;
         ++pos_;
+        if (fd->rule == PacketRule::stream) {
+          Span k;
+          if (!integer(fd->streams, k, "the stream count K after 'packet stream'")) return skip_frames(open);
+          fd->rule_span.end = k.end;
+        }
       } else if (word == "links" || word == "frame") {
         const bool links = word == "links";
         if (links) once(seen_links, "links");
         ++pos_;
         std::vector<std::pair<int64_t, int64_t>> pairs;
         std::vector<Span> spans;
+        std::vector<int64_t> tags;
         while (at(Tok::integer)) {
           std::pair<int64_t, int64_t> e;
           Span a, b;
@@ -585,7 +591,11 @@ class Parser {
             return skip_frames(open);
           if (!integer(e.second, b, links ? "the second node of the link" : "the receiving node of the arc"))
             return skip_frames(open);
+          int64_t tag = -1;
+          if (!links && accept(Tok::colon) && !integer(tag, b, "the arc's stream after ':' (write U>V:J)"))
+            return skip_frames(open);
           pairs.push_back(e);
+          tags.push_back(tag);
           Span sp = a;
           sp.end = b.end;
           spans.push_back(sp);
@@ -597,6 +607,7 @@ class Parser {
         } else {
           fd->frames.push_back(std::move(pairs));
           fd->arc_spans.push_back(std::move(spans));
+          fd->arc_streams.push_back(std::move(tags));
           fd->frame_spans.push_back(span_from(word_span));
           auto site = std::make_unique<Stmt>();
           site->kind = StmtKind::round_block;

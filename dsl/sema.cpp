@@ -30,7 +30,9 @@ static const char* const kCollectiveNames[kCollectiveCount] = {
     "bcast", "reduce", "allreduce", "reduce_scatter", "allgather", "gather", "scatter", "alltoall", "scan", "exscan", "barrier"};
 
 const char* collective_name(Collective c) { return kCollectiveNames[int(c)]; }
-const char* packet_rule_name(PacketRule r) { return r == PacketRule::lowest ? "lowest" : "potential"; }
+const char* packet_rule_name(PacketRule r) {
+  return r == PacketRule::lowest ? "lowest" : r == PacketRule::potential ? "potential" : "stream";
+}
 bool collective_from_name(const std::string& s, Collective& c) {
   for (int i = 0; i < kCollectiveCount; ++i)
     if (s == kCollectiveNames[i]) {
@@ -377,11 +379,28 @@ class Sema {
         add_note(d, f.link_spans[it->second], "first given here");
       }
     }
+    bool streams = f.rule == PacketRule::stream;
+    constexpr int64_t kMaxStreams = 1 << 16;
+    if (streams && (f.streams < 1 || f.streams > kMaxStreams)) {
+      diags_.error(f.rule_span, "stream count " + std::to_string(f.streams) + " outside 1.." + std::to_string(kMaxStreams));
+      streams = false;  // no second error per arc
+    }
+    const bool tags_ok = f.rule != PacketRule::stream || streams;
     for (size_t k = 0; k < f.frames.size(); ++k) {
       std::map<int64_t, size_t> busy;  // node -> the arc of this frame it is in
       for (size_t i = 0; i < f.frames[k].size(); ++i) {
         auto [u, v] = f.frames[k][i];
         const Span& at = f.arc_spans[k][i];
+        const int64_t tag = f.arc_streams[k][i];
+        if (streams && tag < 0)
+          diags_.error(at, "arc " + std::to_string(u) + ">" + std::to_string(v) + " names no stream ('packet stream " +
+                               std::to_string(f.streams) + "': write U>V:J, J in 0.." + std::to_string(f.streams - 1) + ")");
+        else if (streams && tag >= f.streams)
+          diags_.error(at, "stream " + std::to_string(tag) + " of arc " + std::to_string(u) + ">" + std::to_string(v) +
+                               " outside 0.." + std::to_string(f.streams - 1) + " ('packet stream " + std::to_string(f.streams) + "')");
+        else if (!streams && tags_ok && tag >= 0)
+          diags_.error(at, std::string("arc ") + std::to_string(u) + ">" + std::to_string(v) + " names a stream, but the packet rule is '" +
+                               packet_rule_name(f.rule) + "' (streams need 'packet stream K')");
         if (!node_ok(u, at) || !node_ok(v, at)) continue;
         if (!links.count(std::minmax(u, v))) {
           diags_.error(at, "arc " + std::to_string(u) + ">" + std::to_string(v) + " of frame " + std::to_string(k) +

@@ -32,8 +32,9 @@ CLI::App* add_synth_command(CLI::App& app, SynthCli& s) {
                   "write the frames as a .bine schedule (a 'frames' statement: docs/language.md) to FILE, for check, cost and compile");
   bbs->add_option("--name", s.name, "the schedule name in --bine's file (default bbs_<topology>, e.g. bbs_grid_4x4)");
   bbs->add_option("--packet", s.packet,
-                  "the packet rule in --bine's file: lowest (each node receives packets in order, default) or potential (Algorithm 1)")
-      ->check(CLI::IsMember({"lowest", "potential"}));
+                  "the packet rule in --bine's file: lowest (each node receives packets in order, default), potential (Algorithm 1) "
+                  "or stream (the streams schedule: LP-oriented frames packed into arborescences, docs/bbs.md)")
+      ->check(CLI::IsMember({"lowest", "potential", "stream"}));
   return bbs;
 }
 
@@ -81,6 +82,21 @@ int cmd_synth_bbs(const SynthCli& s) {
     if (!run_hybrid(g, s.root, s.packets, sb.frames, sa.frames, true, r, err)) return fail(err);
     ok &= report(r);
   }
+  // The streams schedule (ours): frames a .bine file can hold that run at the LP's rate.
+  StreamSynthesis ss;
+  std::string stream_err;
+  const bool have_streams = synthesize_streams(g, o, ss, stream_err);
+  if (have_streams) {
+    Run r;
+    if (!run_streams(g, s.root, s.packets, ss.syn.frames, ss.streams, true, r, err)) return fail(err);
+    ok &= report(r);
+    std::printf("  streams: K = %d over %zu frames (LP-oriented, colouring %llu, %d trials), depth %lld steps\n",
+                ss.streams.count, ss.syn.frames.size(), (unsigned long long)ss.colour_seed, ss.trials,
+                (long long)ss.streams.depth);
+    std::fprintf(stderr, "streams search: %.3f s\n", ss.seconds);
+  } else {
+    std::printf("%-24s not built: %s\n", "BBS streams", stream_err.c_str());
+  }
   if (s.baselines) {
     Run r;
     if (!run_greedy(g, s.root, s.packets, true, r, err)) return fail(err);
@@ -103,9 +119,12 @@ int cmd_synth_bbs(const SynthCli& s) {
     // The same frames run with the file's packet rule in the model: the T it states (the
     // compiler's own run of the frames statement must agree; tests/bbs/run.sh checks).
     Run r;
-    const bool lowest = s.packet == "lowest";
-    if (!run_frames(g, s.root, s.packets, syn.frames, lowest ? Choice::lowest : Choice::forward_potential, Fill::none,
-                    false, r, err))
+    const bool lowest = s.packet == "lowest", stream = s.packet == "stream";
+    if (stream && !have_streams) return fail("--packet stream: " + stream_err);
+    const Synthesis& out = stream ? ss.syn : syn;
+    if (stream ? !run_streams(g, s.root, s.packets, out.frames, ss.streams, false, r, err)
+               : !run_frames(g, s.root, s.packets, syn.frames, lowest ? Choice::lowest : Choice::forward_potential,
+                             Fill::none, false, r, err))
       return fail(err);
     std::string name = s.name;
     if (name.empty()) {
@@ -119,17 +138,24 @@ int cmd_synth_bbs(const SynthCli& s) {
     if (!f) return fail("cannot write '" + s.bine_out + "'");
     f << "// BBS broadcast on " << g.spec << " from node " << s.root << " (" << g.n << " nodes, " << g.edges.size()
       << " links), written by\n// bine-cc synth bbs --topology " << g.spec << " --root " << s.root << " --packets " << s.packets
-      << " --balance " << s.balance << " --orient " << s.orient << " --packet " << s.packet << "\n";
+      << " --balance " << s.balance << (stream ? "" : " --orient " + s.orient) << " --packet " << s.packet << "\n";
     f << "// Lu, Hwang, Tenreiro, Tripti, Hamilton, Deng, \"A New Broadcast Model for Several Network\n"
          "// Topologies\", Sec. 2.3 (docs/bbs.md): LP optimum C = "
-      << syn.lp.c_num << "/" << syn.lp.c_den << ", l = " << syn.lp.lcm << ", d_m = " << syn.max_degree << ", " << syn.colours
-      << " colours, " << syn.frames.size() << " frames.\n";
+      << out.lp.c_num << "/" << out.lp.c_den << ", l = " << out.lp.lcm << ", d_m = " << out.max_degree << ", " << out.colours
+      << " colours, " << out.frames.size() << " frames.\n";
+    if (stream)
+      f << "// Streams (ours, docs/bbs.md): frames oriented as the LP directs, colouring " << ss.colour_seed
+        << "; their arcs split into\n// " << ss.streams.count
+        << " arc-disjoint spanning arborescences (arc U>V:J is in stream J, which carries packets q = J mod "
+        << ss.streams.count << ").\n";
     f << "// In the model (one transfer per node and step): T = " << r.steps << " steps for N = " << s.packets
       << " packets, AE = " << std::fixed << std::setprecision(1) << r.ae() << ".\n";
     f << "schedule " << name << " implements bcast {\n";
     f << "  blocks " << s.packets << "  // N packets: the buffer is split into N blocks\n";
     f << "  frames {\n";
-    f << "    nodes " << g.n << " root " << s.root << " packet " << s.packet << "\n";
+    f << "    nodes " << g.n << " root " << s.root << " packet " << s.packet;
+    if (stream) f << " " << ss.streams.count;
+    f << "\n";
     auto items = [&](const char* head, const std::vector<std::string>& v) {
       std::string line = std::string("    ") + head;
       for (const std::string& it : v) {
@@ -144,15 +170,20 @@ int cmd_synth_bbs(const SynthCli& s) {
     std::vector<std::string> links;
     for (auto [a, b] : g.edges) links.push_back(std::to_string(a) + "-" + std::to_string(b));
     items("links", links);
-    for (const Frame& fr : syn.frames) {
+    for (size_t k = 0; k < out.frames.size(); ++k) {
       std::vector<std::string> arcs;
-      for (auto [a, b] : fr) arcs.push_back(std::to_string(a) + ">" + std::to_string(b));
+      for (size_t i = 0; i < out.frames[k].size(); ++i) {
+        auto [a, b] = out.frames[k][i];
+        if (stream && ss.streams.tag[k][i] < 0) continue;  // in no arborescence: idle
+        arcs.push_back(std::to_string(a) + ">" + std::to_string(b) +
+                       (stream ? ":" + std::to_string(ss.streams.tag[k][i]) : std::string()));
+      }
       items("frame", arcs);
     }
     f << "  }\n}\n";
     if (!f) return fail("cannot write '" + s.bine_out + "'");
     std::printf("wrote %s: schedule %s, %zu frames, packet %s, T = %lld steps in the model\n", s.bine_out.c_str(),
-                name.c_str(), syn.frames.size(), s.packet.c_str(), (long long)r.steps);
+                name.c_str(), out.frames.size(), s.packet.c_str(), (long long)r.steps);
   }
   if (s.frames) table(std::cout);
   if (!s.out.empty()) {

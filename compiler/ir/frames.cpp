@@ -15,9 +15,10 @@ struct Bits {
 
 /// The packet `rule` picks for arc u>v in the state `have`, or -1 when v lacks nothing u has.
 int64_t pick(const FramesData& f, const std::vector<std::vector<int64_t>>& nbrs, const std::vector<Bits>& have, int64_t u,
-             int64_t v) {
+             int64_t v, int64_t tag) {
   const std::vector<uint64_t>& a = have[size_t(u)].w;
   const std::vector<uint64_t>& b = have[size_t(v)].w;
+  (void)tag;  // the stream rule is picked in build_frames_table (it keeps per-stream cursors)
   int64_t best = -1, best_score = -1;
   for (size_t i = 0; i < a.size(); ++i) {
     uint64_t m = a[i] & ~b[i];
@@ -67,6 +68,31 @@ bool build_frames_table(const FramesData& f, int64_t packets, FramesTableData& o
   for (int64_t k = 0; k < N; ++k) have[size_t(f.root)].set(k);
   std::vector<int64_t> count(static_cast<size_t>(P), 0);  // packets held
   count[size_t(f.root)] = N;
+  // The stream rule (`packet stream K`): arc u>v:J carries the lowest q = J (mod K) that u
+  // holds and v lacks. held[x K + J]: packets of stream J node x holds; gap[x K + J]: the
+  // first of them x lacks. A node holding exactly a prefix of stream J (held = gap's index)
+  // has nothing beyond it, so down an arborescence a pick is O(1); otherwise a scan.
+  const int64_t K = f.rule == PacketRule::stream ? f.streams : 0;
+  std::vector<int64_t> held(size_t(P * K), 0), gap(size_t(P * K), 0);
+  for (int64_t x = 0; x < P; ++x)
+    for (int64_t j = 0; j < K; ++j) gap[size_t(x * K + j)] = j;
+  for (int64_t j = 0; j < K; ++j) {
+    held[size_t(f.root * K + j)] = j < N ? (N - 1 - j) / K + 1 : 0;
+    gap[size_t(f.root * K + j)] = j + K * held[size_t(f.root * K + j)];
+  }
+  auto pick_stream = [&](int64_t u, int64_t v, int64_t j) -> int64_t {
+    const size_t uj = size_t(u * K + j), vj = size_t(v * K + j);
+    if (held[uj] == (gap[uj] - j) / K && gap[uj] <= gap[vj]) return -1;  // u: a prefix v already has
+    for (int64_t k = gap[vj]; k < N; k += K)
+      if (have[size_t(u)].has(k) && !have[size_t(v)].has(k)) return k;
+    return -1;
+  };
+  auto gain = [&](int64_t v, int64_t k) {  // v receives packet k: the stream cursors follow
+    if (!K) return;
+    const size_t vj = size_t(v * K + k % K);
+    ++held[vj];
+    while (gap[vj] < N && have[size_t(v)].has(gap[vj])) gap[vj] += K;
+  };
   int64_t complete = 1;
   // [step][arc of the step's frame] the packet it carried, or -1.
   std::vector<std::vector<int32_t>> carried;
@@ -90,13 +116,17 @@ bool build_frames_table(const FramesData& f, int64_t packets, FramesTableData& o
     // Every arc's packet from the state at the start of the step (a frame is a matching,
     // so no node is in two arcs; Algorithm 1 reads the receivers' neighbours).
     chosen.assign(fr.size(), -1);
-    for (size_t i = 0; i < fr.size(); ++i) chosen[i] = pick(f, nbrs, have, fr[i].first, fr[i].second);
+    const std::vector<int64_t>& tags = f.arc_streams[size_t(t % F)];
+    for (size_t i = 0; i < fr.size(); ++i)
+      chosen[i] = f.rule == PacketRule::stream ? pick_stream(fr[i].first, fr[i].second, tags[i])
+                                               : pick(f, nbrs, have, fr[i].first, fr[i].second, tags[i]);
     std::vector<int32_t>& row = carried.emplace_back(fr.size(), -1);
     for (size_t i = 0; i < fr.size(); ++i) {
       const int64_t k = chosen[i];
       if (k < 0) continue;
       const int64_t v = fr[i].second;
       have[size_t(v)].set(k);
+      gain(v, k);
       if (++count[size_t(v)] == N) ++complete;
       row[i] = int32_t(k);
       ++out.transfers;

@@ -11,6 +11,9 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <queue>
+#include <random>
+#include <tuple>
 
 namespace bine::synth {
 
@@ -235,7 +238,8 @@ bool synthesize_bbs(const Graph& g, const SynthOptions& opt, Synthesis& out, std
   if (g.n < 2) return err = g.spec + ": a broadcast needs at least 2 nodes", false;
   if (opt.packets < 1) return err = "the packet count N must be at least 1, got " + std::to_string(opt.packets), false;
   auto t0 = std::chrono::steady_clock::now();
-  if (!solve_balanced_lp(g, opt.root, opt.balance, out.lp, err)) return false;
+  if (opt.lp) out.lp = *opt.lp;
+  else if (!solve_balanced_lp(g, opt.root, opt.balance, out.lp, err)) return false;
   out.lp_seconds = seconds_since(t0);
 
   // Integer multigraph G_m: k(i,j) parallel copies per arc, each remembering its LP direction.
@@ -259,6 +263,13 @@ bool synthesize_bbs(const Graph& g, const SynthOptions& opt, Synthesis& out, std
   }
   out.max_degree = *std::max_element(deg.begin(), deg.end());
   out.bipartite = g.bipartite();
+  if (opt.colour_seed != 0) {  // another colouring of the same multigraph (streams' search)
+    std::mt19937_64 rng(opt.colour_seed);
+    for (size_t e = eu.size(); e > 1; --e) {
+      const size_t x = size_t(rng() % e);
+      std::swap(eu[e - 1], eu[x]), std::swap(ev[e - 1], ev[x]);
+    }
+  }
   std::vector<int> col = colour_multigraph(g.n, eu, ev, int(out.max_degree), out.colours);
   std::vector<Frame> byc(size_t(out.colours));
   std::vector<int> dist = g.bfs_dist(opt.root);
@@ -820,6 +831,425 @@ std::string check_trace(const Graph& g, int root, int packets, const std::vector
       if (!has[size_t(x)][size_t(q)])
         return "after " + std::to_string(trace.size()) + " steps node " + std::to_string(x) + " lacks packet " + std::to_string(q);
   return "";
+}
+
+}  // namespace bine::synth
+
+namespace bine::synth {
+
+namespace {
+
+// The slot multigraph of a frame cycle: one arc per (frame, arc) pair, arcs into the root
+// left out (the root holds every packet).
+struct SlotGraph {
+  int n = 0;
+  std::vector<int> from, to, frame, index;
+  std::vector<std::vector<int>> out, in;  // [node] arc ids
+};
+
+// True when every node is `need` arc-disjoint paths from `root` over the arcs with
+// alive[a] (unit capacities; augmenting paths, stopped at `need`).
+class Connectivity {
+ public:
+  explicit Connectivity(const SlotGraph& d) : d_(d), flow_(d.from.size(), 0), par_(size_t(d.n)), seen_(size_t(d.n)) {}
+  bool at_least(const std::vector<char>& alive, int root, int need) {
+    if (need <= 0) return true;
+    if (!reach_all(alive, root)) return false;
+    if (need == 1) return true;
+    for (int w = 0; w < d_.n; ++w) {
+      if (w == root) continue;
+      int deg = 0;
+      for (int a : d_.in[size_t(w)]) deg += alive[size_t(a)];
+      if (deg < need) return false;
+      std::vector<int> touched;
+      int got = 0;
+      while (got < need && augment(alive, root, w, touched)) ++got;
+      for (int a : touched) flow_[size_t(a)] = 0;
+      if (got < need) return false;
+    }
+    return true;
+  }
+
+ private:
+  bool reach_all(const std::vector<char>& alive, int root) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    std::vector<int> q{root};
+    seen_[size_t(root)] = 1;
+    for (size_t h = 0; h < q.size(); ++h)
+      for (int a : d_.out[size_t(q[h])])
+        if (alive[size_t(a)] && !seen_[size_t(d_.to[size_t(a)])]) seen_[size_t(d_.to[size_t(a)])] = 1, q.push_back(d_.to[size_t(a)]);
+    return int(q.size()) == d_.n;
+  }
+  // One augmenting path root -> w in the residual graph; par_ holds (arc, +1 forward / -1 back).
+  bool augment(const std::vector<char>& alive, int root, int w, std::vector<int>& touched) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    std::vector<int> q{root};
+    seen_[size_t(root)] = 1;
+    for (size_t h = 0; h < q.size() && !seen_[size_t(w)]; ++h) {
+      const int u = q[h];
+      for (int a : d_.out[size_t(u)]) {
+        const int v = d_.to[size_t(a)];
+        if (alive[size_t(a)] && !flow_[size_t(a)] && !seen_[size_t(v)]) seen_[size_t(v)] = 1, par_[size_t(v)] = {a, 1}, q.push_back(v);
+      }
+      for (int a : d_.in[size_t(u)]) {
+        const int v = d_.from[size_t(a)];
+        if (alive[size_t(a)] && flow_[size_t(a)] && !seen_[size_t(v)]) seen_[size_t(v)] = 1, par_[size_t(v)] = {a, -1}, q.push_back(v);
+      }
+    }
+    if (!seen_[size_t(w)]) return false;
+    for (int v = w; v != root;) {
+      auto [a, dir] = par_[size_t(v)];
+      flow_[size_t(a)] = dir > 0;
+      touched.push_back(a);
+      v = dir > 0 ? d_.from[size_t(a)] : d_.to[size_t(a)];
+    }
+    return true;
+  }
+  const SlotGraph& d_;
+  std::vector<char> flow_;
+  std::vector<std::pair<int, int>> par_;
+  std::vector<char> seen_;
+};
+
+}  // namespace
+
+namespace {
+
+// Local search on a packing (ours): at a node, two streams trade their in-arcs (or a stream
+// takes an in-arc no stream uses) when both stay arborescences (the new parent is not below
+// the node in that stream) and the latest arrival over all streams and nodes drops, or stays
+// and the sum of arrivals drops. Lovasz's growth makes the first arborescences shallow and
+// leaves the last what remains; this evens them out (32x32 grid: depth 307 -> see docs).
+void improve_streams(const SlotGraph& d, int root, int64_t F, int K, int packets, int64_t budget, Streams& s) {
+  const int P = d.n;
+  if (K < 1 || P < 2) return;
+  // pa[j * P + v]: the slot arc of stream j into v (-1 at the root).
+  std::vector<int> pa(size_t(K) * size_t(P), -1), owner(d.from.size(), -1);
+  for (size_t a = 0; a < d.from.size(); ++a) {
+    const int j = s.tag[size_t(d.frame[a])][size_t(d.index[a])];
+    if (j >= 0) pa[size_t(j) * size_t(P) + size_t(d.to[a])] = int(a), owner[a] = j;
+  }
+  std::vector<int64_t> arr(size_t(K) * size_t(P));
+  std::vector<std::vector<int>> kids(static_cast<size_t>(P));
+  std::vector<int> order;
+  // Arrival of every stream at every node: (latest, sum); latest = -1 when a stream is not
+  // an arborescence (cannot happen after the acyclicity test, kept as a guard).
+  auto evaluate = [&]() -> std::pair<int64_t, int64_t> {
+    int64_t latest = 0, sum = 0, worst = 0;
+    for (int j = 0; j < K; ++j) {
+      for (auto& k : kids) k.clear();
+      for (int v = 0; v < P; ++v)
+        if (v != root) kids[size_t(d.from[size_t(pa[size_t(j) * size_t(P) + size_t(v)])])].push_back(v);
+      order.assign(1, root);
+      int64_t* a = &arr[size_t(j) * size_t(P)];
+      a[root] = 0;
+      for (size_t h = 0; h < order.size(); ++h)
+        for (int v : kids[size_t(order[h])]) {
+          const int e = pa[size_t(j) * size_t(P) + size_t(v)];
+          const int64_t t = a[order[h]];
+          a[v] = t + ((int64_t(d.frame[size_t(e)]) - t) % F + F) % F + 1;
+          latest = std::max(latest, a[v]);
+          sum += a[v];
+          order.push_back(v);
+        }
+      if (int(order.size()) != P) return {-1, 0};
+      // The last of stream j's n_j packets leaves the root F (n_j - 1) steps after the first.
+      const int64_t n = j < packets ? (packets - 1 - j) / K + 1 : 0;
+      if (n > 0) worst = std::max(worst, F * (n - 1) + latest);
+      latest = 0;
+    }
+    return {worst, sum};
+  };
+  // True when u is v or below v in stream j (then v may not take u as its parent).
+  auto below = [&](int j, int u, int v) {
+    for (int x = u, hops = 0; x != root && hops <= P; ++hops) {
+      if (x == v) return true;
+      x = d.from[size_t(pa[size_t(j) * size_t(P) + size_t(x)])];
+    }
+    return false;
+  };
+  // One trade: stream j at v takes in-arc a; its owner k (if any) takes j's arc. False when
+  // it would close a cycle.
+  auto trade = [&](int v, int j, int a) {
+    const int cur = pa[size_t(j) * size_t(P) + size_t(v)];
+    if (a == cur) return false;
+    const int k = owner[size_t(a)];
+    if (below(j, d.from[size_t(a)], v)) return false;
+    if (k >= 0 && below(k, d.from[size_t(cur)], v)) return false;
+    pa[size_t(j) * size_t(P) + size_t(v)] = a, owner[size_t(a)] = j;
+    if (k >= 0) pa[size_t(k) * size_t(P) + size_t(v)] = cur, owner[size_t(cur)] = k;
+    else owner[size_t(cur)] = -1;
+    return true;
+  };
+  int64_t work = 0;  // node visits of evaluate(): the search's budget
+  auto climb = [&](std::pair<int64_t, int64_t> cur) {
+    for (bool moved = true; moved && work < budget;) {
+      moved = false;
+      for (int v = 0; v < P; ++v) {
+        if (v == root) continue;
+        for (int j = 0; j < K; ++j)
+          for (int a : d.in[size_t(v)]) {
+            const int was = pa[size_t(j) * size_t(P) + size_t(v)];
+            if (!trade(v, j, a)) continue;
+            const auto now = evaluate();
+            work += int64_t(K) * P;
+            if (now.first >= 0 && now < cur) {
+              cur = now, moved = true;
+            } else {
+              trade(v, j, was);  // undo: j takes its old arc back (the same two arcs trade again)
+            }
+          }
+      }
+    }
+    return cur;
+  };
+  auto best = evaluate();
+  if (best.first < 0) return;
+  best = climb(best);
+  // Iterated local search: a few random trades, a climb, kept when better (a fixed seed:
+  // the same frames give the same streams).
+  std::mt19937_64 rng(12345);
+  std::vector<int> keep_pa = pa, keep_owner = owner;
+  for (int idle = 0; work < budget && idle < 100; ++idle) {
+    const int kicks = 1 + int(rng() % 4);
+    for (int m = 0; m < kicks; ++m) {
+      int v = int(rng() % uint64_t(P));
+      if (v == root || d.in[size_t(v)].empty()) continue;
+      trade(v, int(rng() % uint64_t(K)), d.in[size_t(v)][rng() % d.in[size_t(v)].size()]);
+    }
+    auto now = evaluate();
+    work += int64_t(K) * P;
+    if (now.first < 0) {
+      pa = keep_pa, owner = keep_owner;
+      continue;
+    }
+    now = climb(now);
+    if (now < best) {
+      best = now, keep_pa = pa, keep_owner = owner, idle = 0;
+    } else {
+      pa = keep_pa, owner = keep_owner;
+    }
+  }
+  pa = keep_pa, owner = keep_owner;
+  best = evaluate();
+  s.work = work;
+  for (auto& t : s.tag) std::fill(t.begin(), t.end(), -1);
+  for (size_t a = 0; a < d.from.size(); ++a)
+    if (owner[a] >= 0) s.tag[size_t(d.frame[a])][size_t(d.index[a])] = owner[a];
+  s.depth = 0;
+  for (size_t i = 0; i < arr.size(); ++i) s.depth = std::max(s.depth, arr[i]);
+  s.steps = best.first;
+}
+
+}  // namespace
+
+bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Streams& out,
+                  std::string& err, int64_t work_budget, int64_t max_checks, const Streams* start) {
+  out = Streams{};
+  if (root < 0 || root >= g.n)
+    return err = "root " + std::to_string(root) + " is not a node of " + g.spec + " (nodes 0.." + std::to_string(g.n - 1) + ")", false;
+  if (frames.empty()) return err = "no frames", false;
+  const int64_t F = int64_t(frames.size());
+  SlotGraph d;
+  d.n = g.n;
+  d.out.resize(size_t(g.n));
+  d.in.resize(size_t(g.n));
+  out.tag.resize(frames.size());
+  for (size_t f = 0; f < frames.size(); ++f) {
+    out.tag[f].assign(frames[f].size(), -1);
+    for (size_t i = 0; i < frames[f].size(); ++i) {
+      auto [u, v] = frames[f][i];
+      if (v == root) continue;
+      const int a = int(d.from.size());
+      d.from.push_back(u), d.to.push_back(v), d.frame.push_back(int(f)), d.index.push_back(int(i));
+      d.out[size_t(u)].push_back(a), d.in[size_t(v)].push_back(a);
+    }
+  }
+  if (start) {  // the same arcs, frames reordered: keep the packing, redo the search
+    if (start->tag.size() != frames.size()) return err = "streams: the start packing has another frame count", false;
+    for (size_t f = 0; f < frames.size(); ++f)
+      if (start->tag[f].size() != frames[f].size()) return err = "streams: the start packing has other frames", false;
+    out.tag = start->tag;
+    out.count = start->count;
+    out.checks = 0;
+    improve_streams(d, root, F, out.count, packets, work_budget, out);
+    return true;
+  }
+  std::vector<char> alive(d.from.size(), 1);
+  Connectivity conn(d);
+  // K: the least root -> node connectivity (at most the least in-degree).
+  int K = g.n > 1 ? int(d.from.size()) : 0;
+  for (int v = 0; v < g.n; ++v)
+    if (v != root) K = std::min(K, int(d.in[size_t(v)].size()));
+  while (K > 0 && !conn.at_least(alive, root, K)) --K;
+  if (K == 0 && g.n > 1) return err = "the frames do not reach every node from the root", false;
+  out.count = K;
+  // The packing's cost, estimated: about 2P checks per arborescence, a check a BFS (need 1)
+  // or `need` augmenting paths to every node (need >= 2). Refused above kMaxPackWork node
+  // visits rather than run for minutes (docs/bbs.md: the 3D grids whose LP has l >= 18).
+  {
+    constexpr double kMaxPackWork = 3e9;
+    double est = 0;
+    for (int j = 0; j + 1 < K; ++j) {
+      const double need = K - 1 - j;
+      est += 2.0 * g.n * (need == 1 ? 1.0 : need * g.n) * double(d.from.size());
+    }
+    if (est > kMaxPackWork)
+      return err = "streams: packing K = " + std::to_string(K) + " arborescences over " + std::to_string(d.from.size()) +
+                   " slot arcs (" + std::to_string(F) + " frames) would take about " + std::to_string(int64_t(est / 1e9)) +
+                   "e9 node visits; refused above 3e9",
+             false;
+  }
+  // Lovasz: grow arborescence j keeping every node K-1-j arc-connected in what is left.
+  using Cand = std::tuple<int64_t, int, int>;  // arrival step, arc, (unused)
+  std::vector<int64_t> arrival(size_t(g.n));
+  for (int j = 0; j < K; ++j) {
+    const int need = K - 1 - j;
+    std::fill(arrival.begin(), arrival.end(), -1);
+    arrival[size_t(root)] = 0;
+    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> pq;
+    std::vector<int> rejected;
+    auto push_out = [&](int u) {
+      const int64_t a0 = arrival[size_t(u)];
+      for (int a : d.out[size_t(u)]) {
+        if (!alive[size_t(a)] || arrival[size_t(d.to[size_t(a)])] >= 0) continue;
+        const int64_t depart = a0 + ((int64_t(d.frame[size_t(a)]) - a0) % F + F) % F;
+        pq.push({depart + 1, a, 0});
+      }
+    };
+    push_out(root);
+    int reached = 1;
+    while (reached < g.n) {
+      if (pq.empty()) return err = "streams: arborescence " + std::to_string(j) + " cannot grow (Lovasz's lemma violated)", false;
+      auto [t, a, unused] = pq.top();
+      (void)unused;
+      pq.pop();
+      const int v = d.to[size_t(a)];
+      if (!alive[size_t(a)] || arrival[size_t(v)] >= 0) continue;
+      alive[size_t(a)] = 0;
+      if (++out.checks > max_checks)
+        return err = "streams: more than " + std::to_string(max_checks) + " connectivity checks (" + std::to_string(g.n) +
+                     " nodes, " + std::to_string(d.from.size()) + " slot arcs, K = " + std::to_string(K) + ")",
+               false;
+      if (!conn.at_least(alive, root, need)) {
+        alive[size_t(a)] = 1;
+        rejected.push_back(a);
+        continue;
+      }
+      out.tag[size_t(d.frame[size_t(a)])][size_t(d.index[size_t(a)])] = j;
+      arrival[size_t(v)] = t;
+      out.depth = std::max(out.depth, t);
+      ++reached;
+      push_out(v);
+      for (int r : rejected) {  // their test may pass now; retried in arrival order
+        const int u = d.from[size_t(r)];
+        const int64_t a0 = arrival[size_t(u)];
+        const int64_t depart = a0 + ((int64_t(d.frame[size_t(r)]) - a0) % F + F) % F;
+        pq.push({depart + 1, r, 0});
+      }
+      rejected.clear();
+    }
+  }
+  improve_streams(d, root, F, K, packets, work_budget, out);
+  return true;
+}
+
+bool run_streams(const Graph& g, int root, int packets, const std::vector<Frame>& frames, const Streams& s,
+                 bool keep_trace, Run& out, std::string& err) {
+  if (!start_run(g, root, packets, "BBS streams", out, err)) return false;
+  const int K = s.count;
+  if (frames.empty() || K < 1 || s.tag.size() != frames.size()) return err = "no streams", false;
+  // Down an arborescence every node holds a prefix of each stream: have[v * K + j] packets
+  // of stream j (packets j, j + K, j + 2K, ...); size[j] of them in all.
+  std::vector<int64_t> have(size_t(g.n) * size_t(K), 0), size(static_cast<size_t>(K));
+  for (int j = 0; j < K; ++j) size[size_t(j)] = j < packets ? (packets - 1 - j) / K + 1 : 0;
+  for (int j = 0; j < K; ++j) have[size_t(root) * size_t(K) + size_t(j)] = size[size_t(j)];
+  std::vector<int64_t> got(size_t(g.n), 0);
+  got[size_t(root)] = packets;
+  int complete = 1;
+  int64_t idle = 0;
+  Step step;
+  while (complete < g.n) {
+    const size_t f = size_t(out.steps % int64_t(frames.size()));
+    for (size_t i = 0; i < frames[f].size(); ++i) {
+      const int j = s.tag[f][i];
+      if (j < 0) continue;
+      auto [u, v] = frames[f][i];
+      const int64_t hu = have[size_t(u) * size_t(K) + size_t(j)], hv = have[size_t(v) * size_t(K) + size_t(j)];
+      if (hu > hv) step.push_back({u, v, int(j + int64_t(K) * hv)});
+    }
+    for (const Transfer& t : step) {
+      ++have[size_t(t.to) * size_t(K) + size_t(t.packet % K)];
+      if (++got[size_t(t.to)] == packets) ++complete;
+    }
+    idle = step.empty() ? idle + 1 : 0;
+    out.active.push_back(int(step.size()));
+    out.transfers += int64_t(step.size());
+    ++out.steps;
+    if (keep_trace) out.trace.push_back(step);
+    step.clear();
+    if (idle > int64_t(frames.size()))
+      return err = "streams stall: a whole cycle moves no packet with " + std::to_string(g.n - complete) + " nodes incomplete", false;
+  }
+  return true;
+}
+
+}  // namespace bine::synth
+
+namespace bine::synth {
+
+bool synthesize_streams(const Graph& g, const SynthOptions& opt, StreamSynthesis& out, std::string& err) {
+  out = StreamSynthesis{};
+  auto t0 = std::chrono::steady_clock::now();
+  SynthOptions o = opt;
+  o.orient = Orient::lp;
+  Synthesis first;
+  if (!synthesize_bbs(g, o, first, err)) return false;
+  const LpSolution lp = first.lp;
+  o.lp = &lp;
+  constexpr int kSeeds = 8, kOrders = 6;
+  constexpr int64_t kWork = int64_t(3e8);  // node visits of the streams' local search, all trials
+  const int64_t per_trial = kWork / (kSeeds * kOrders);
+  int64_t best = -1;
+  int64_t work = 0;
+  // 8 colourings at least; more while the search is cheap (small graphs), up to 64.
+  for (int seed = 0; seed < kSeeds || (seed < 8 * kSeeds && work < kWork / 2); ++seed) {
+    Synthesis syn;
+    if (seed == 0) syn = first;
+    else {
+      o.colour_seed = uint64_t(seed);
+      if (!synthesize_bbs(g, o, syn, err)) return false;
+    }
+    std::vector<int> perm(syn.frames.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    Streams packed;  // Lovasz's packing once per colouring: arc-disjointness does not see the order
+    for (int k = 0; k < kOrders; ++k) {
+      std::vector<Frame> fr;
+      for (int i : perm) fr.push_back(syn.frames[size_t(i)]);
+      Streams st, start;
+      if (k > 0) {
+        start = packed;
+        for (size_t f = 0; f < perm.size(); ++f) start.tag[f] = packed.tag[size_t(perm[f])];
+      }
+      if (!pack_streams(g, opt.root, opt.packets, fr, st, err, per_trial, 200000, k > 0 ? &start : nullptr)) return false;
+      if (k == 0) packed = st;
+      work += st.work;
+      ++out.trials;
+      if (best < 0 || st.steps < best) {
+        best = st.steps;
+        out.syn = syn;
+        out.syn.frames = fr;
+        out.streams = st;
+        out.colour_seed = uint64_t(seed);
+        out.order = perm;
+      }
+      // The next cyclic order: frame 0 stays first (a rotation is the same cycle shifted).
+      if (perm.size() < 3 || !std::next_permutation(perm.begin() + 1, perm.end())) break;
+    }
+  }
+  out.syn.lp_seconds = first.lp_seconds;
+  out.seconds = seconds_since(t0);
+  return true;
 }
 
 }  // namespace bine::synth

@@ -55,6 +55,8 @@ struct SynthOptions {
   int packets = 100;  ///< N, >= 1 (the frame order is tuned with it)
   Balance balance = Balance::paper;
   Orient orient = Orient::bfs;
+  uint64_t colour_seed = 0;  ///< 0: copies coloured in arc order; else a shuffled order (another valid colouring)
+  const LpSolution* lp = nullptr;   ///< when set, this LP solution instead of solving again
 };
 
 struct Synthesis {
@@ -134,6 +136,54 @@ enum class Seed {
   scarce    ///< receivers as `deficit`; sender: the one useful to the fewest receivers
 };
 bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, bool keep_trace, Run& out, std::string& err);
+
+/// Streams (ours, docs/bbs.md "Streams"): the frames' arcs split into K arc-disjoint
+/// spanning arborescences of the slot multigraph (one arc per (frame, arc) pair: capacity
+/// 1/F of a step), K the least root -> node connectivity of that multigraph (Edmonds'
+/// branching theorem: K such arborescences exist). Packet q travels down arborescence
+/// q mod K, so the broadcast runs at K packets per cycle of F steps whatever the greedy
+/// packet rules do (the paper's BFS-oriented frames have K/F = 1/4 on the 2D grids; the
+/// LP-oriented ones 1/2, the model's bound). Built by Lovasz's proof of the theorem: each
+/// arborescence grows arc by arc in order of arrival time (the earliest step its packets can
+/// reach the arc's head through the cycle), an arc kept only if every node is still
+/// K-1-j arc-connected from the root without it. Arcs into the root are never used.
+struct Streams {
+  int count = 0;                       ///< K (0: some node is unreachable)
+  std::vector<std::vector<int>> tag;   ///< [frame][arc] its stream, -1 when unused
+  int64_t depth = 0;                   ///< the latest first-arrival step over streams and nodes
+  int64_t checks = 0;                  ///< connectivity checks made (the cost of the packing)
+  int64_t work = 0;                    ///< node visits of the local search (its cost)
+  int64_t steps = 0;                   ///< T for the `packets` it was tuned for (max over streams of F (n_j - 1) + depth_j)
+};
+/// Errors: root outside 0..P-1, no frames, a node that no cycle reaches (K = 0), more than
+/// `max_checks` connectivity checks (the build's budget; each costs O(P * K * arcs)).
+/// `packets` (N) weighs the local search's objective, T = max over streams j of F (n_j - 1) +
+/// depth_j with n_j the packets of stream j; `work_budget` caps it (node visits).
+bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Streams& out,
+                  std::string& err, int64_t work_budget = int64_t(1e8), int64_t max_checks = 200000,
+                  const Streams* start = nullptr);  ///< start: a packing of the same arcs (frames reordered): only the search runs
+
+/// The streams schedule (ours, docs/bbs.md "Streams"): the LP's frames oriented as the LP
+/// directs (`Orient::lp`: every node's in-rate C = 1/2 on the grids, every node reachable at
+/// that rate), packed into streams; a portfolio of 8 colourings of the multigraph (seed 0:
+/// synthesize_bbs's; up to 64 while the search stays cheap) x 6 cyclic frame orders, the least T for `opt.packets` kept. The LP is
+/// solved once. Errors: those of synthesize_bbs and pack_streams.
+struct StreamSynthesis {
+  Synthesis syn;        ///< the LP, and the chosen frames in cycle order
+  Streams streams;
+  int trials = 0;
+  uint64_t colour_seed = 0;
+  std::vector<int> order;  ///< the chosen cycle order of the seed's frames
+  double seconds = 0;      ///< the whole search, LP included
+};
+bool synthesize_streams(const Graph& g, const SynthOptions& opt, StreamSynthesis& out, std::string& err);
+
+/// Replays `frames` cyclically with the stream rule: an arc of stream j carries the lowest
+/// packet q = j (mod K) its sender holds and its receiver lacks (down an arborescence every
+/// node holds a prefix of each stream, so this is O(1) per arc). Unused arcs stay idle.
+/// Fails (err) when a whole cycle moves nothing before the end.
+bool run_streams(const Graph& g, int root, int packets, const std::vector<Frame>& frames, const Streams& s,
+                 bool keep_trace, Run& out, std::string& err);
 
 /// Baselines of Sec. 3.1 in the same model (docs/bbs.md gives the exact rules chosen):
 /// Greedy (each step a maximal matching built in BFS order: a free node holding data sends

@@ -4,7 +4,8 @@
 
     tests/bbs/run.py BUILD_DIR
 
-For the 4x4 grid (16 ranks) and the 2x2x4 grid (16 ranks), with both packet rules:
+For the 4x4 grid (16 ranks) and the 2x2x4 grid (16 ranks), with the three packet rules
+(lowest, potential, and stream: the streams schedule, docs/bbs.md "Streams"):
 1. `synth bbs --bine` writes the frames as a .bine schedule; twice: same bytes.
 2. The model's T that synth states (its own simulator, compiler/synth/bbs.cpp) equals the
    rounds of the compiler's instance (`bine-cc schedule`, compiler/ir/frames.cpp): two
@@ -15,7 +16,8 @@ For the 4x4 grid (16 ranks) and the 2x2x4 grid (16 ranks), with both packet rule
    divisible by N), MPI_INT, MPI_DOUBLE, a strided vector type, the persistent form; at
    -np 4 the call must be refused (the frames fix p).
 5. Bad frames: a frame arc off the links, a node in two arcs of a frame, frames that cannot
-   finish (a link never used): a diagnostic with file:line:col, exit 1.
+   finish (a link never used), an arc without a stream under `packet stream K`, a stream
+   outside 0..K-1, a stream under another rule, K = 0: a diagnostic with file:line:col, exit 1.
 """
 import os
 import re
@@ -40,7 +42,8 @@ def main():
     out = os.path.join(build, "bbs_mpi")
     os.makedirs(out, exist_ok=True)
     cases = [("grid:4x4", "lowest", "bfs"), ("grid:4x4", "potential", "alternate"),
-             ("grid:2x2x4", "lowest", "bfs"), ("grid:2x2x4", "potential", "bfs")]
+             ("grid:2x2x4", "lowest", "bfs"), ("grid:2x2x4", "potential", "bfs"),
+             ("grid:4x4", "stream", "bfs"), ("grid:2x2x4", "stream", "bfs")]
     for topo, rule, orient in cases:
         tag = re.sub(r"\W", "_", topo) + "_" + rule
         name = "bbs_" + tag
@@ -84,18 +87,23 @@ def main():
 
 
 BAD = {
-    "off_link": ("frame 0>1 2>3\n    frame 1>3", r":8:11: error: arc 1>3 of frame 1 is not along a link"),
-    "two_arcs": ("frame 0>1 1>2", r":7:15: error: node 1 is in two arcs of frame 0"),
-    "stall": ("frame 0>1\n    frame 1>2", r"error: .*the frames cannot finish: no packet moves .*node 3 lacks packet 0"),
+    "off_link": ("lowest", "frame 0>1 2>3\n    frame 1>3", r":8:11: error: arc 1>3 of frame 1 is not along a link"),
+    "two_arcs": ("lowest", "frame 0>1 1>2", r":7:15: error: node 1 is in two arcs of frame 0"),
+    "stall": ("lowest", "frame 0>1\n    frame 1>2", r"error: .*the frames cannot finish: no packet moves .*node 3 lacks packet 0"),
+    "no_stream": ("stream 2", "frame 0>1:0 2>3\n    frame 1>2:1",
+                  r":7:17: error: arc 2>3 names no stream \('packet stream 2': write U>V:J, J in 0..1\)"),
+    "stream_range": ("stream 2", "frame 0>1:2", r":7:11: error: stream 2 of arc 0>1 outside 0..1"),
+    "stream_rule": ("lowest", "frame 0>1:0", r":7:11: error: arc 0>1 names a stream, but the packet rule is 'lowest'"),
+    "stream_count": ("stream 0", "frame 0>1:0", r":5:27: error: stream count 0 outside 1..65536"),
 }
 
 
 def bad(bcc, out):
-    for name, (frames, want) in BAD.items():
+    for name, (rule, frames, want) in BAD.items():
         path = os.path.join(out, f"bad_{name}.bine")
         with open(path, "w") as f:
             f.write("// a path 0-1-2-3\nschedule bad implements bcast {\n  blocks 3\n  frames {\n"
-                    "    nodes 4 root 0 packet lowest\n    links 0-1 1-2 2-3\n    " + frames + "\n  }\n}\n")
+                    "    nodes 4 root 0 packet " + rule + "\n    links 0-1 1-2 2-3\n    " + frames + "\n  }\n}\n")
         r = run([bcc, "check", path, "--ranks", "4"])
         text = r.stdout + r.stderr
         if r.returncode != 1 or not re.search(want, text) or "^" not in text:
