@@ -870,6 +870,17 @@ class Connectivity {
     return true;
   }
 
+  // The same after one arc into v was removed from a graph where it held: a set X that
+  // loses its last spare entering arc to that removal contains v, so v's own connectivity
+  // decides (need augmenting paths to v alone).
+  bool at_least_after_removal(const std::vector<char>& alive, int root, int v, int need) {
+    std::vector<int> touched;
+    int got = 0;
+    while (got < need && augment(alive, root, v, touched)) ++got;
+    for (int a : touched) flow_[size_t(a)] = 0;
+    return got >= need;
+  }
+
  private:
   bool reach_all(const std::vector<char>& alive, int root) {
     std::fill(seen_.begin(), seen_.end(), 0);
@@ -1084,20 +1095,17 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
   while (K > 0 && !conn.at_least(alive, root, K)) --K;
   if (K == 0 && g.n > 1) return err = "the frames do not reach every node from the root", false;
   out.count = K;
-  // The packing's cost, estimated: about 2P checks per arborescence, a check a BFS (need 1)
-  // or `need` augmenting paths to every node (need >= 2). Refused above kMaxPackWork node
-  // visits rather than run for minutes (docs/bbs.md: the 3D grids whose LP has l >= 18).
+  // The packing's cost, estimated: about 2P checks per arborescence, a check `need`
+  // augmenting paths over the slot arcs. Refused above kMaxPackWork arc visits rather than
+  // run for minutes (docs/bbs.md: the 3D grids whose LP has l = 64, K about 29).
   {
     constexpr double kMaxPackWork = 3e9;
     double est = 0;
-    for (int j = 0; j + 1 < K; ++j) {
-      const double need = K - 1 - j;
-      est += 2.0 * g.n * (need == 1 ? 1.0 : need * g.n) * double(d.from.size());
-    }
+    for (int j = 0; j + 1 < K; ++j) est += 2.0 * g.n * double(K - 1 - j) * double(d.from.size());
     if (est > kMaxPackWork)
       return err = "streams: packing K = " + std::to_string(K) + " arborescences over " + std::to_string(d.from.size()) +
                    " slot arcs (" + std::to_string(F) + " frames) would take about " + std::to_string(int64_t(est / 1e9)) +
-                   "e9 node visits; refused above 3e9",
+                   "e9 arc visits; refused above 3e9",
              false;
   }
   // Lovasz: grow arborescence j keeping every node K-1-j arc-connected in what is left.
@@ -1131,7 +1139,7 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
         return err = "streams: more than " + std::to_string(max_checks) + " connectivity checks (" + std::to_string(g.n) +
                      " nodes, " + std::to_string(d.from.size()) + " slot arcs, K = " + std::to_string(K) + ")",
                false;
-      if (!conn.at_least(alive, root, need)) {
+      if (!conn.at_least_after_removal(alive, root, v, need)) {
         alive[size_t(a)] = 1;
         rejected.push_back(a);
         continue;
@@ -1205,6 +1213,13 @@ bool synthesize_streams(const Graph& g, const SynthOptions& opt, StreamSynthesis
   o.orient = Orient::lp;
   Synthesis first;
   if (!synthesize_bbs(g, o, first, err)) return false;
+  // A long cycle makes deep arborescences (a packet may wait up to F steps a hop) and a
+  // slow search: 4x8x16 (F = 18) took 136 s for T = 360 against the paper's 275.
+  constexpr size_t kMaxFrames = 12;
+  if (first.frames.size() > kMaxFrames)
+    return err = "streams: the LP's cycle has " + std::to_string(first.frames.size()) + " frames (l = " +
+                 std::to_string(first.lp.lcm) + "); streams are built for at most " + std::to_string(kMaxFrames),
+           false;
   const LpSolution lp = first.lp;
   o.lp = &lp;
   constexpr int kSeeds = 8, kOrders = 6;

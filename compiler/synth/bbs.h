@@ -146,7 +146,8 @@ bool run_parity(const Graph& g, int root, int packets, Seed seed, bool fill, boo
 /// LP-oriented ones 1/2, the model's bound). Built by Lovasz's proof of the theorem: each
 /// arborescence grows arc by arc in order of arrival time (the earliest step its packets can
 /// reach the arc's head through the cycle), an arc kept only if every node is still
-/// K-1-j arc-connected from the root without it. Arcs into the root are never used.
+/// K-1-j arc-connected from the root without it (checked at the arc's head alone: a cut
+/// that the removal breaks contains it). Arcs into the root are never used.
 struct Streams {
   int count = 0;                       ///< K (0: some node is unreachable)
   std::vector<std::vector<int>> tag;   ///< [frame][arc] its stream, -1 when unused
@@ -156,7 +157,8 @@ struct Streams {
   int64_t steps = 0;                   ///< T for the `packets` it was tuned for (max over streams of F (n_j - 1) + depth_j)
 };
 /// Errors: root outside 0..P-1, no frames, a node that no cycle reaches (K = 0), more than
-/// `max_checks` connectivity checks (the build's budget; each costs O(P * K * arcs)).
+/// `max_checks` connectivity checks (each costs O(K * arcs)), an estimated packing cost above
+/// 3e9 arc visits (2 P K^2 / 2 * arcs: refused, not run).
 /// `packets` (N) weighs the local search's objective, T = max over streams j of F (n_j - 1) +
 /// depth_j with n_j the packets of stream j; `work_budget` caps it (node visits).
 bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame>& frames, Streams& out,
@@ -167,7 +169,9 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
 /// directs (`Orient::lp`: every node's in-rate C = 1/2 on the grids, every node reachable at
 /// that rate), packed into streams; a portfolio of 8 colourings of the multigraph (seed 0:
 /// synthesize_bbs's; up to 64 while the search stays cheap) x 6 cyclic frame orders, the least T for `opt.packets` kept. The LP is
-/// solved once. Errors: those of synthesize_bbs and pack_streams.
+/// solved once. Errors: those of synthesize_bbs and pack_streams; a cycle of more than 12
+/// frames (the 3D grids 4x8x16, 8x8x8, 8x8x16, whose LP vertex has l = 18 or 64: deep
+/// arborescences, minutes of search).
 struct StreamSynthesis {
   Synthesis syn;        ///< the LP, and the chosen frames in cycle order
   Streams streams;
