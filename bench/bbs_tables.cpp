@@ -1,8 +1,8 @@
 // Tables 2-6 of the BBS paper (Lu et al., Sec. 3.2) reproduced in our step model, next to
 // the paper's numbers (docs/bbs.md). For each topology: BBS frames synthesised once per
 // orientation (paper balance, greedy order), then for N = 100, 500, 2500: BBS (the paper's
-// pipeline), BBS streams (synthesize_streams: the frames a .bine file holds, once per
-// topology), our hybrid (run_hybrid), Greedy, Binary Tree and SRDA, every trace up to
+// pipeline), BBS streams (synthesize_streams for that N: the frames a .bine file holds),
+// our hybrid (run_hybrid), Greedy, Binary Tree and SRDA, every trace up to
 // 64 x 2500 re-checked by the independent checker.
 //
 //   bbs_tables [--max-nodes P] [--check] [--markdown] [--active-csv FILE --topology T --packets N]
@@ -106,7 +106,6 @@ int main(int argc, char** argv) {
   };
   std::map<std::pair<std::string, int>, Synthesis> synths;
   std::map<std::pair<std::string, int>, int64_t> tree_t;
-  std::map<std::string, StreamSynthesis> streams;
   std::map<std::string, std::string> stream_why;
   int last_table = 0;
   for (const PaperCell& c : paper_cells()) {
@@ -129,17 +128,14 @@ int main(int argc, char** argv) {
         if (!synthesize_bbs(g, so, synths[{c.topology, int(o)}], err)) return std::fprintf(stderr, "%s\n", err.c_str()), 1;
       }
     const Synthesis& syn = synths[{c.topology, int(Orient::bfs)}];
-    // The streams schedule, searched once per topology for N = 2500 (its T for another N
-    // may be a step or two above a search for that N); not built where the packing is
-    // refused (the 3D grids whose LP has l >= 18).
-    if (!streams.count(c.topology)) {
+    // The streams schedule, searched for this N (a .bine file's frames are built for one
+    // N: `blocks N`); "-" where it is not built.
+    StreamSynthesis ss;
+    {
       SynthOptions so;
-      so.packets = 2500;
-      std::string why;
-      StreamSynthesis& ss = streams[c.topology];
-      if (!synthesize_streams(g, so, ss, why)) ss.streams.count = 0, stream_why[c.topology] = why;
+      so.packets = c.packets;
+      if (!synthesize_streams(g, so, ss, stream_why[c.topology])) ss.streams.count = 0;
     }
-    const StreamSynthesis& ss = streams[c.topology];
     const bool keep = check && g.n * int64_t(c.packets) <= 64 * 2500;  // traces re-checked up to this size
     Run r[5];
     bool ok = run_frames(g, 0, c.packets, syn.frames, Choice::forward_potential, Fill::none, keep, r[0], err) &&

@@ -940,7 +940,7 @@ void improve_streams(const SlotGraph& d, int root, int64_t F, int K, int packets
     const int j = s.tag[size_t(d.frame[a])][size_t(d.index[a])];
     if (j >= 0) pa[size_t(j) * size_t(P) + size_t(d.to[a])] = int(a), owner[a] = j;
   }
-  std::vector<int64_t> arr(size_t(K) * size_t(P));
+  std::vector<int64_t> arr(size_t(K) * size_t(P)), depth(static_cast<size_t>(K)), sorted;
   std::vector<std::vector<int>> kids(static_cast<size_t>(P));
   std::vector<int> order;
   // Arrival of every stream at every node: (latest, sum); latest = -1 when a stream is not
@@ -964,10 +964,17 @@ void improve_streams(const SlotGraph& d, int root, int64_t F, int K, int packets
           order.push_back(v);
         }
       if (int(order.size()) != P) return {-1, 0};
-      // The last of stream j's n_j packets leaves the root F (n_j - 1) steps after the first.
-      const int64_t n = j < packets ? (packets - 1 - j) / K + 1 : 0;
-      if (n > 0) worst = std::max(worst, F * (n - 1) + latest);
+      depth[size_t(j)] = latest;
       latest = 0;
+    }
+    // The last of a stream's n packets leaves the root F (n - 1) steps after its first.
+    // Streams are relabelled at the end so that the shallowest carries stream 0 (the most
+    // packets: n_j = ceil((N - j) / K)), so T pairs depths ascending with n_j descending.
+    sorted = depth;
+    std::sort(sorted.begin(), sorted.end());
+    for (int j = 0; j < K; ++j) {
+      const int64_t n = j < packets ? (packets - 1 - j) / K + 1 : 0;
+      if (n > 0) worst = std::max(worst, F * (n - 1) + sorted[size_t(j)]);
     }
     return {worst, sum};
   };
@@ -1044,9 +1051,14 @@ void improve_streams(const SlotGraph& d, int root, int64_t F, int K, int packets
   pa = keep_pa, owner = keep_owner;
   best = evaluate();
   s.work = work;
+  // Relabel: stream rank[j] = the position of stream j among the depths, ascending (ties by label).
+  std::vector<int> by(static_cast<size_t>(K)), rank(static_cast<size_t>(K));
+  std::iota(by.begin(), by.end(), 0);
+  std::stable_sort(by.begin(), by.end(), [&](int a, int b) { return depth[size_t(a)] < depth[size_t(b)]; });
+  for (int i = 0; i < K; ++i) rank[size_t(by[size_t(i)])] = i;
   for (auto& t : s.tag) std::fill(t.begin(), t.end(), -1);
   for (size_t a = 0; a < d.from.size(); ++a)
-    if (owner[a] >= 0) s.tag[size_t(d.frame[a])][size_t(d.index[a])] = owner[a];
+    if (owner[a] >= 0) s.tag[size_t(d.frame[a])][size_t(d.index[a])] = rank[size_t(owner[a])];
   s.depth = 0;
   for (size_t i = 0; i < arr.size(); ++i) s.depth = std::max(s.depth, arr[i]);
   s.steps = best.first;
@@ -1206,6 +1218,92 @@ bool run_streams(const Graph& g, int root, int packets, const std::vector<Frame>
 
 namespace bine::synth {
 
+namespace {
+
+// Dinic's max-flow (round_lp's network).
+struct MaxFlow {
+  struct Edge {
+    int to;
+    int64_t cap;
+  };
+  std::vector<Edge> e;
+  std::vector<std::vector<int>> adj;
+  std::vector<int> level, it;
+  explicit MaxFlow(int n) : adj(size_t(n)), level(size_t(n)), it(size_t(n)) {}
+  int add(int u, int v, int64_t c) {
+    adj[size_t(u)].push_back(int(e.size())), e.push_back({v, c});
+    adj[size_t(v)].push_back(int(e.size())), e.push_back({u, 0});
+    return int(e.size()) - 2;
+  }
+  int64_t dfs(int u, int t, int64_t f) {
+    if (u == t) return f;
+    for (int& i = it[size_t(u)]; i < int(adj[size_t(u)].size()); ++i) {
+      const int id = adj[size_t(u)][size_t(i)];
+      if (e[size_t(id)].cap <= 0 || level[size_t(e[size_t(id)].to)] != level[size_t(u)] + 1) continue;
+      if (int64_t got = dfs(e[size_t(id)].to, t, std::min(f, e[size_t(id)].cap))) {
+        e[size_t(id)].cap -= got, e[size_t(id ^ 1)].cap += got;
+        return got;
+      }
+    }
+    return 0;
+  }
+  int64_t run(int s, int t) {
+    int64_t flow = 0;
+    for (;;) {
+      std::fill(level.begin(), level.end(), -1);
+      std::vector<int> q{s};
+      level[size_t(s)] = 0;
+      for (size_t h = 0; h < q.size(); ++h)
+        for (int id : adj[size_t(q[h])])
+          if (e[size_t(id)].cap > 0 && level[size_t(e[size_t(id)].to)] < 0)
+            level[size_t(e[size_t(id)].to)] = level[size_t(q[h])] + 1, q.push_back(e[size_t(id)].to);
+      if (level[size_t(t)] < 0) return flow;
+      std::fill(it.begin(), it.end(), 0);
+      while (int64_t f = dfs(s, t, INT64_MAX)) flow += f;
+    }
+  }
+};
+
+}  // namespace
+
+bool round_lp(const Graph& g, const LpSolution& lp, int64_t l, LpSolution& out, std::string& err, uint64_t seed) {
+  out = LpSolution{};
+  const __int128 cin = __int128(lp.c_num) * l;  // C l: every node's in-degree
+  if (l < 1 || cin % lp.c_den != 0) return err = "C l is not an integer", false;
+  const int64_t in = int64_t(cin / lp.c_den), outcap = l - in;
+  const int P = g.n, S = 2 * P, T = 2 * P + 1;
+  // x = l O = l k / lcm: y = floor(x) + z, z in {0, 1} where x is fractional.
+  std::vector<int64_t> fl(lp.k.size());
+  std::vector<int64_t> in_left(size_t(P), in), out_left(size_t(P), outcap);
+  MaxFlow mf(2 * P + 2);
+  std::vector<int> id(lp.k.size(), -1);
+  std::vector<size_t> order(lp.k.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  if (seed) {  // another rounding: the fractional arcs in a shuffled order
+    std::mt19937_64 rng(seed);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(rng() % i)]);
+  }
+  for (size_t a : order) {
+    const __int128 x = __int128(lp.k[a]) * l;
+    fl[a] = int64_t(x / lp.lcm);
+    in_left[size_t(lp.to[a])] -= fl[a], out_left[size_t(lp.from[a])] -= fl[a];
+    if (x % lp.lcm) id[a] = mf.add(lp.from[a], P + lp.to[a], 1);
+  }
+  int64_t need = 0;
+  for (int v = 0; v < P; ++v) {
+    if (in_left[size_t(v)] < 0 || out_left[size_t(v)] < 0) return err = "the LP solution breaks Eq. 7 or 14", false;
+    mf.add(S, v, out_left[size_t(v)]), mf.add(P + v, T, in_left[size_t(v)]);
+    need += in_left[size_t(v)];
+  }
+  if (mf.run(S, T) != need) return err = "no rounding keeps every in-degree at C l", false;
+  for (size_t a = 0; a < lp.k.size(); ++a) {
+    const int64_t y = fl[a] + (id[a] >= 0 ? mf.e[size_t(id[a]) ^ 1].cap : 0);
+    if (y > 0) out.from.push_back(lp.from[a]), out.to.push_back(lp.to[a]), out.k.push_back(y);
+  }
+  out.lcm = l, out.c_num = lp.c_num, out.c_den = lp.c_den, out.vars = lp.vars, out.rows = lp.rows;
+  return true;
+}
+
 bool synthesize_streams(const Graph& g, const SynthOptions& opt, StreamSynthesis& out, std::string& err) {
   out = StreamSynthesis{};
   auto t0 = std::chrono::steady_clock::now();
@@ -1215,12 +1313,45 @@ bool synthesize_streams(const Graph& g, const SynthOptions& opt, StreamSynthesis
   if (!synthesize_bbs(g, o, first, err)) return false;
   // A long cycle makes deep arborescences (a packet may wait up to F steps a hop) and a
   // slow search: 4x8x16 (F = 18) took 136 s for T = 360 against the paper's 275.
+  // Then the LP's optimum is rounded to one with a short cycle (round_lp: denominator the
+  // least even l >= the maximum degree), and taken when its cycle is short enough.
   constexpr size_t kMaxFrames = 12;
-  if (first.frames.size() > kMaxFrames)
-    return err = "streams: the LP's cycle has " + std::to_string(first.frames.size()) + " frames (l = " +
-                 std::to_string(first.lp.lcm) + "); streams are built for at most " + std::to_string(kMaxFrames),
-           false;
-  const LpSolution lp = first.lp;
+  LpSolution lp = first.lp;
+  if (first.frames.size() > kMaxFrames) {
+    LpSolution exact, rounded;
+    std::string why;
+    const int64_t l = (g.max_degree() + 1) / 2 * 2;
+    Synthesis second;
+    SynthOptions o2 = o;
+    o2.lp = &rounded;
+    if (!first.rounded) exact = first.lp;
+    bool ok = !first.rounded || solve_balanced_lp(g, o.root, o.balance, exact, why);
+    // Roundings in 8 arc orders: the first whose frames keep the connectivity l/2 (F/2 when
+    // the colouring uses l colours), else the best connected one (8x8x8: order 0 keeps 2).
+    int best_k = 0;
+    LpSolution candidate;
+    Synthesis trial;
+    for (uint64_t rs = 0; ok && rs < 8 && best_k * 2 < l; ++rs) {
+      o2.lp = &candidate;
+      Streams probe;
+      std::string e2;
+      if (!round_lp(g, exact, l, candidate, why, rs) || !synthesize_bbs(g, o2, trial, why)) {
+        ok = false;
+        break;
+      }
+      if (trial.frames.size() > kMaxFrames || !pack_streams(g, o.root, o.packets, trial.frames, probe, e2, 0)) continue;
+      if (probe.count > best_k) best_k = probe.count, rounded = candidate, second = trial;
+    }
+    o2.lp = &rounded;
+    ok = ok && best_k > 0;
+    if (!ok)
+      return err = "streams: the LP's cycle has " + std::to_string(first.frames.size()) + " frames (l = " +
+                   std::to_string(first.lp.lcm) + "); streams are built for at most " + std::to_string(kMaxFrames) +
+                   (why.empty() ? std::string() : " (rounding to l = " + std::to_string(l) + ": " + why + ")"),
+             false;
+    first = second;
+    lp = rounded;
+  }
   o.lp = &lp;
   constexpr int kSeeds = 8, kOrders = 6;
   constexpr int64_t kWork = int64_t(3e8);  // node visits of the streams' local search, all trials

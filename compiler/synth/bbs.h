@@ -165,13 +165,21 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
                   std::string& err, int64_t work_budget = int64_t(1e8), int64_t max_checks = 200000,
                   const Streams* start = nullptr);  ///< start: a packing of the same arcs (frames reordered): only the search runs
 
+/// Another optimum of the balanced LP with denominator `l` (ours, docs/bbs.md "Streams"):
+/// x = l O rounded to y in {floor(x), ceil(x)} per arc with every node's in-degree C l kept
+/// exactly and its out-degree at most l - C l (a bipartite flow, Dinic's max-flow; the
+/// fractional x - floor(x) is such a flow, so an integral one exists). O' = y / l then meets
+/// Eq. 6-8 and 14 with the same C. Errors: C l not an integer; `lp` breaking Eq. 7 or 14.
+/// `seed` != 0 shuffles the order the flow sees the arcs in: another rounding.
+bool round_lp(const Graph& g, const LpSolution& lp, int64_t l, LpSolution& out, std::string& err, uint64_t seed = 0);
+
 /// The streams schedule (ours, docs/bbs.md "Streams"): the LP's frames oriented as the LP
 /// directs (`Orient::lp`: every node's in-rate C = 1/2 on the grids, every node reachable at
 /// that rate), packed into streams; a portfolio of 8 colourings of the multigraph (seed 0:
 /// synthesize_bbs's; up to 64 while the search stays cheap) x 6 cyclic frame orders, the least T for `opt.packets` kept. The LP is
-/// solved once. Errors: those of synthesize_bbs and pack_streams; a cycle of more than 12
-/// frames (the 3D grids 4x8x16, 8x8x8, 8x8x16, whose LP vertex has l = 18 or 64: deep
-/// arborescences, minutes of search).
+/// solved once; when its cycle exceeds 12 frames (the 3D grids 4x8x16, 8x8x8, 8x8x16: l =
+/// 18 or more) it is rounded (round_lp) to l = the maximum degree rounded up to even.
+/// Errors: those of synthesize_bbs and pack_streams; a cycle still above 12 frames.
 struct StreamSynthesis {
   Synthesis syn;        ///< the LP, and the chosen frames in cycle order
   Streams streams;

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <set>
 #include <string>
@@ -462,4 +463,58 @@ cut_done:
   CHECK(err == "the frames do not reach every node from the root");
   CHECK_FALSE(pack_streams(g, 16, 20, syn.frames, s, err));
   CHECK(err.find("root 16 is not a node") != std::string::npos);
+}
+
+TEST_CASE("synth streams: the LP rounded to a short cycle keeps Eq. 7 and 14 exactly") {
+  // grid:3x4x5's LP vertex has l = 18 (18 frames), grid:2x3x4's l = 10: rounded to l = 6
+  // (the maximum degree). Oracle: the test's own degree counts against C l and l - C l,
+  // every arc along a link, every multiplicity within one of l O.
+  for (const char* spec : {"grid:3x4x5", "grid:2x3x4"}) {
+    INFO(spec);
+    Graph g = topo(spec);
+    std::string err;
+    LpSolution lp, r;
+    REQUIRE(solve_balanced_lp(g, 0, Balance::paper, lp, err));
+    REQUIRE(lp.lcm > 6);
+    for (uint64_t seed : {0, 3}) {
+      REQUIRE(round_lp(g, lp, 6, r, err, seed));
+      CHECK(r.lcm == 6);
+      CHECK(r.c_num * 6 % r.c_den == 0);
+      const int64_t in = r.c_num * 6 / r.c_den;
+      std::vector<int64_t> din(size_t(g.n), 0), dout(size_t(g.n), 0);
+      std::set<std::pair<int, int>> links(g.edges.begin(), g.edges.end());
+      for (size_t a = 0; a < r.k.size(); ++a) {
+        CHECK(links.count(std::minmax(r.from[a], r.to[a])) == 1);
+        din[size_t(r.to[a])] += r.k[a], dout[size_t(r.from[a])] += r.k[a];
+        // the same arc in the LP's solution: |y - 6 O| < 1
+        int64_t k0 = 0;
+        for (size_t b = 0; b < lp.k.size(); ++b)
+          if (lp.from[b] == r.from[a] && lp.to[b] == r.to[a]) k0 = lp.k[b];
+        CHECK(std::abs(double(r.k[a]) - 6.0 * double(k0) / double(lp.lcm)) < 1.0);
+      }
+      for (int v = 0; v < g.n; ++v) {
+        CHECK(din[size_t(v)] == in);
+        CHECK(dout[size_t(v)] <= 6 - in);
+      }
+    }
+  }
+  // The streams schedule on grid:3x4x5 goes through the rounding (18 frames > 12).
+  Graph g = topo("grid:3x4x5");
+  std::string err;
+  StreamSynthesis ss;
+  SynthOptions opt;
+  opt.packets = 50;
+  REQUIRE(synthesize_streams(g, opt, ss, err));
+  CHECK(ss.syn.lp.lcm == 6);
+  CHECK(ss.syn.frames.size() <= 12);
+  CHECK(arborescence_error(g.n, 0, ss.syn.frames, ss.streams) == "");
+  CHECK(ss.streams.count == least_connectivity(g.n, 0, ss.syn.frames));
+  Run run;
+  REQUIRE(run_streams(g, 0, 50, ss.syn.frames, ss.streams, true, run, err));
+  CHECK(check_trace(g, 0, 50, run.trace) == "");
+  // grid:3x5: C = 7/15, so C l is an integer for no short even l: refused, with the reason.
+  Graph odd = topo("grid:3x5");
+  CHECK_FALSE(synthesize_streams(odd, opt, ss, err));
+  CHECK(err.find("streams are built for at most 12") != std::string::npos);
+  CHECK(err.find("C l is not an integer") != std::string::npos);
 }
