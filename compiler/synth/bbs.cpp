@@ -847,6 +847,12 @@ struct SlotGraph {
   std::vector<std::vector<int>> out, in;  // [node] arc ids
 };
 
+// The step a packet that reached node `from` of slot arc a at step t reaches its head: a
+// leaves at the first step >= t that is frame(a) mod F.
+int64_t arrive(const SlotGraph& d, int a, int64_t t, int64_t F) {
+  return t + ((int64_t(d.frame[size_t(a)]) - t) % F + F) % F + 1;
+}
+
 // True when every node is `need` arc-disjoint paths from `root` over the arcs with
 // alive[a] (unit capacities; augmenting paths, stopped at `need`).
 class Connectivity {
@@ -958,7 +964,7 @@ void improve_streams(const SlotGraph& d, int root, int64_t F, int K, int packets
         for (int v : kids[size_t(order[h])]) {
           const int e = pa[size_t(j) * size_t(P) + size_t(v)];
           const int64_t t = a[order[h]];
-          a[v] = t + ((int64_t(d.frame[size_t(e)]) - t) % F + F) % F + 1;
+          a[v] = arrive(d, e, t, F);
           latest = std::max(latest, a[v]);
           sum += a[v];
           order.push_back(v);
@@ -1121,7 +1127,7 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
              false;
   }
   // Lovasz: grow arborescence j keeping every node K-1-j arc-connected in what is left.
-  using Cand = std::tuple<int64_t, int, int>;  // arrival step, arc, (unused)
+  using Cand = std::pair<int64_t, int>;  // arrival step at the arc's head, arc
   std::vector<int64_t> arrival(size_t(g.n));
   for (int j = 0; j < K; ++j) {
     const int need = K - 1 - j;
@@ -1130,19 +1136,14 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
     std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> pq;
     std::vector<int> rejected;
     auto push_out = [&](int u) {
-      const int64_t a0 = arrival[size_t(u)];
-      for (int a : d.out[size_t(u)]) {
-        if (!alive[size_t(a)] || arrival[size_t(d.to[size_t(a)])] >= 0) continue;
-        const int64_t depart = a0 + ((int64_t(d.frame[size_t(a)]) - a0) % F + F) % F;
-        pq.push({depart + 1, a, 0});
-      }
+      for (int a : d.out[size_t(u)])
+        if (alive[size_t(a)] && arrival[size_t(d.to[size_t(a)])] < 0) pq.push({arrive(d, a, arrival[size_t(u)], F), a});
     };
     push_out(root);
     int reached = 1;
     while (reached < g.n) {
       if (pq.empty()) return err = "streams: arborescence " + std::to_string(j) + " cannot grow (Lovasz's lemma violated)", false;
-      auto [t, a, unused] = pq.top();
-      (void)unused;
+      const auto [t, a] = pq.top();
       pq.pop();
       const int v = d.to[size_t(a)];
       if (!alive[size_t(a)] || arrival[size_t(v)] >= 0) continue;
@@ -1161,12 +1162,8 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
       out.depth = std::max(out.depth, t);
       ++reached;
       push_out(v);
-      for (int r : rejected) {  // their test may pass now; retried in arrival order
-        const int u = d.from[size_t(r)];
-        const int64_t a0 = arrival[size_t(u)];
-        const int64_t depart = a0 + ((int64_t(d.frame[size_t(r)]) - a0) % F + F) % F;
-        pq.push({depart + 1, r, 0});
-      }
+      for (int r : rejected)  // their test may pass now; retried in arrival order
+        pq.push({arrive(d, r, arrival[size_t(d.from[size_t(r)])], F), r});
       rejected.clear();
     }
   }
