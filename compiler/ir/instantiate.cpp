@@ -109,8 +109,9 @@ const FramesTableData& frames_table(const std::shared_ptr<const FramesData>& f, 
 /// with their origins, and what kind each is (instantiate() places them).
 struct Recorder {
   RankRun* run = nullptr;
-  std::vector<Round> rounds;
-  std::vector<RoundKind> kinds;
+  std::vector<Op> ops;            ///< every round's ops, round after round
+  std::vector<uint32_t> start{0};  ///< [k] the first op of round k; one more entry than rounds
+  std::vector<RoundKind> kinds;    ///< [k] the kind of round k
   int round(RoundKind kind, std::vector<RoundOp>& ops);
   void replay(int64_t body_round);
   int fold_error(const FoldRoundError& e);
@@ -235,7 +236,7 @@ class RankRun {
         PermuteOp pm;
         pm.to = std::move(o.to);
         pm.origin = org;
-        pm.blocks = std::move(o.blocks);
+        pm.blocks = BlockSetRef(o.blocks);
         return pm;
       }
     }
@@ -794,9 +795,9 @@ class RankRun {
 };
 
 int Recorder::round(RoundKind kind, std::vector<RoundOp>& ops) {
-  Round& rd = rounds.emplace_back();
-  rd.reserve(ops.size());
-  for (RoundOp& o : ops) rd.push_back(run->op_of(std::move(o)));
+  for (RoundOp& o : ops) this->ops.push_back(run->op_of(std::move(o)));
+  BINE_ASSERT(this->ops.size() < (uint64_t(1) << 32), "more than 2^32 - 1 ops on one rank");
+  start.push_back(uint32_t(this->ops.size()));
   kinds.push_back(kind);
   return 0;
 }
@@ -1007,14 +1008,20 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   out.num_rounds = int64_t(out.round_labels.size());
   for (int64_t x = 0; x < req.p; ++x) {
     Recorder& rec = runs[size_t(x)].rec;
-    std::vector<Round>& rr = out.ranks[size_t(x)];
-    rr.assign(size_t(out.num_rounds), {});
-    for (size_t k = 0; k < rec.rounds.size(); ++k) {
-      const size_t at = rec.kinds[k] == RoundKind::fold_epilogue ? rr.size() - 1 : k;
-      BINE_ASSERT(at < rr.size(), inst + ": " + describe(fl, x) + " ran " + std::to_string(rec.rounds.size()) +
-                                      " rounds, the instance has " + std::to_string(rr.size()) + " (the round pipeline keeps them uniform)");
-      rr[at] = std::move(rec.rounds[k]);
+    const size_t T = size_t(out.num_rounds), K = rec.kinds.size();
+    // round k of the rank is instance round k, except a two-one epilogue (the last); the
+    // rounds in between are empty.
+    std::vector<uint32_t> start(T + 1, 0);
+    size_t k = 0;
+    for (size_t t = 0; t < T; ++t) {
+      start[t] = rec.start[k];
+      const bool here = k < K && (rec.kinds[k] == RoundKind::fold_epilogue ? t == T - 1 : t == k);
+      if (here) ++k;
     }
+    start[T] = rec.start[k];
+    BINE_ASSERT(k == K, inst + ": " + describe(fl, x) + " ran " + std::to_string(K) + " rounds, the instance has " +
+                            std::to_string(T) + " (the round pipeline keeps them uniform)");
+    out.ranks[size_t(x)] = RankRounds(std::move(rec.ops), std::move(start));
   }
   return InstStatus::ok;
 }

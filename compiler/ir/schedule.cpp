@@ -61,6 +61,75 @@ OriginRef::OriginRef(const Origin& o) {
 
 const Origin& OriginRef::get() const { return origin_table().origins[id_]; }
 
+namespace {
+
+/// The interned block sets: entry 0 is the empty set; a deque keeps addresses stable; an
+/// open-addressing index by content (ids, linear probing, load at most 1/2).
+struct BlockSetTable {
+  std::deque<BlockSet> sets{BlockSet()};
+  std::vector<uint32_t> index;  ///< ids; kFree marks a free slot
+  uint32_t last = 0;            ///< the set interned last (ops of a rank often repeat it)
+  static constexpr uint32_t kFree = ~uint32_t(0);
+  static uint64_t hash(const BlockSet& b) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ b.ranges().size();
+    for (const auto& [lo, hi] : b.ranges()) {
+      h = (h ^ uint64_t(lo)) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ uint64_t(hi)) * 0x94D049BB133111EBull;
+      h ^= h >> 31;
+    }
+    return h;
+  }
+  void grow() {
+    index.assign(std::max<size_t>(64, 2 * index.size()), kFree);
+    for (uint32_t id = 0; id < sets.size(); ++id) place(id, hash(sets[id]));
+  }
+  void place(uint32_t id, uint64_t h) {
+    size_t i = size_t(h) & (index.size() - 1);
+    while (index[i] != kFree) i = (i + 1) & (index.size() - 1);
+    index[i] = id;
+  }
+  uint32_t intern(const BlockSet& b) {
+    if (sets[last] == b) return last;
+    if (2 * (sets.size() + 1) > index.size()) grow();
+    const uint64_t h = hash(b);
+    size_t i = size_t(h) & (index.size() - 1);
+    for (; index[i] != kFree; i = (i + 1) & (index.size() - 1))
+      if (sets[index[i]] == b) return last = index[i];
+    BINE_ASSERT(sets.size() < kFree, "more than 2^32 - 1 distinct block sets");
+    const uint32_t id = uint32_t(sets.size());
+    sets.push_back(b);
+    index[i] = id;
+    return last = id;
+  }
+};
+
+BlockSetTable& block_set_table() {
+  static BlockSetTable t;
+  return t;
+}
+
+}  // namespace
+
+BlockSetRef::BlockSetRef(const BlockSet& b) : id_(b.empty() ? 0 : block_set_table().intern(b)) {}
+
+const BlockSet& BlockSetRef::get() const { return block_set_table().sets[id_]; }
+
+size_t interned_block_sets() { return block_set_table().sets.size() - 1; }
+
+RankRounds::RankRounds(const std::vector<RoundOps>& rounds) {
+  start_.reserve(rounds.size() + 1);
+  start_.push_back(0);
+  for (const RoundOps& rd : rounds) {
+    ops_.insert(ops_.end(), rd.begin(), rd.end());
+    start_.push_back(uint32_t(ops_.size()));
+  }
+}
+
+void RankRounds::add(size_t t, Op op) {
+  ops_.insert(ops_.begin() + start_[t + 1], std::move(op));
+  for (size_t u = t + 1; u < start_.size(); ++u) ++start_[u];
+}
+
 
 std::string format_blocks(const BlockSet& s) {
   std::string out = "{";

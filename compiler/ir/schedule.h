@@ -2,6 +2,7 @@
 // for every rank, an ordered list of rounds, each a list of transfers over block sets.
 // Every analysis (verify, cost, translation validation) runs on this level.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <variant>
@@ -37,50 +38,100 @@ class OriginRef {
 };
 
 /// A value kept out of line, shared and immutable (copies share it): the rare op kinds'
-/// payloads (a permutation, a local op's source set) stay out of the variant, which is as
-/// wide as its widest member and would otherwise make every send and receive wider.
-/// Reads like a `const T&` (implicit conversion, `->`, `[]`, `size()`).
+/// payloads (a permutation) stay out of the variant, which is as wide as its widest member
+/// and would otherwise make every send and receive wider. One pointer wide (an intrusive
+/// reference count, not a std::shared_ptr's two pointers): every op kind then fits in 16
+/// bytes and an Op in 24. Reads like a `const T&` (implicit conversion, `->`, `[]`,
+/// `size()`).
 template <class T>
 class Boxed {
  public:
-  Boxed() : p_(empty()) {}
-  Boxed(T v) : p_(std::make_shared<const T>(std::move(v))) {}  // NOLINT(google-explicit-constructor)
-  const T& get() const { return *p_; }
-  operator const T&() const { return *p_; }  // NOLINT(google-explicit-constructor)
-  const T* operator->() const { return p_.get(); }
+  Boxed() = default;  ///< a default-constructed T
+  Boxed(T v) : n_(new Node{1, std::move(v)}) {}  // NOLINT(google-explicit-constructor)
+  Boxed(const Boxed& o) : n_(o.n_) { retain(); }
+  Boxed(Boxed&& o) noexcept : n_(o.n_) { o.n_ = nullptr; }
+  Boxed& operator=(Boxed o) noexcept {
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~Boxed() { release(); }
+  const T& get() const { return n_ ? n_->value : empty(); }
+  operator const T&() const { return get(); }  // NOLINT(google-explicit-constructor)
+  const T* operator->() const { return &get(); }
   template <class I>
-  decltype(auto) operator[](I i) const { return (*p_)[i]; }
-  auto size() const { return p_->size(); }
+  decltype(auto) operator[](I i) const { return get()[i]; }
+  auto size() const { return get().size(); }
 
  private:
-  static const std::shared_ptr<const T>& empty() {
-    static const std::shared_ptr<const T> e = std::make_shared<const T>();
+  struct Node {
+    std::atomic<int64_t> refs;
+    T value;
+  };
+  static const T& empty() {
+    static const T e{};
     return e;
   }
-  std::shared_ptr<const T> p_;
+  void retain() {
+    if (n_) n_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() {
+    if (n_ && n_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete n_;
+    n_ = nullptr;
+  }
+  Node* n_ = nullptr;
 };
 
-/// Send `blocks` of the rank's buffer to `peer` (a real rank).
+/// An op's block set, interned: 4 bytes in the op instead of a 64-byte BlockSet (an
+/// instance at p = 2^20 has tens of millions of ops, and the sets they name recur: the
+/// whole vector, a butterfly's windows). Equal sets have equal refs, so comparing two refs
+/// compares ids. Interned sets live in one process-wide table that only grows (by the
+/// distinct sets of the instances built; `interned_block_sets()` counts them; not
+/// thread-safe, like instantiation itself); an interned set's address never changes.
+/// Interning is explicit (a BlockSet does not silently become a ref); reading converts.
+class BlockSetRef {
+ public:
+  BlockSetRef() = default;  ///< the empty set
+  explicit BlockSetRef(const BlockSet& b);
+  const BlockSet& get() const;
+  operator const BlockSet&() const { return get(); }  // NOLINT(google-explicit-constructor)
+  const BlockSet* operator->() const { return &get(); }
+  int64_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  const RangeList& ranges() const { return get().ranges(); }
+  bool contains(int64_t i) const { return get().contains(i); }
+  friend bool operator==(BlockSetRef a, BlockSetRef b) { return a.id_ == b.id_; }
+  friend bool operator!=(BlockSetRef a, BlockSetRef b) { return a.id_ != b.id_; }
+
+ private:
+  uint32_t id_ = 0;
+};
+/// How many distinct block sets have been interned in this process.
+size_t interned_block_sets();
+
+/// Send `blocks` of the rank's buffer to `peer` (a real rank; ranks are MPI's `int`).
 struct SendOp {
-  int64_t peer = -1;
-  BlockSet blocks;
+  int32_t peer = -1;
+  BlockSetRef blocks;
   OriginRef origin;
+  SendOp() = default;
+  SendOp(int64_t to, const BlockSet& b, OriginRef o = {}) : peer(int32_t(to)), blocks(b), origin(o) {}
 };
 /// Receive `blocks` from `peer`; reduce: combine into the buffer (lower rank's data is
 /// the left operand), else overwrite.
 struct RecvOp {
-  int64_t peer = -1;
-  BlockSet blocks;
-  bool reduce = false;
+  int32_t peer = -1;
+  BlockSetRef blocks;
   OriginRef origin;
+  bool reduce = false;
+  RecvOp() = default;
+  RecvOp(int64_t from, const BlockSet& b, bool red, OriginRef o = {}) : peer(int32_t(from)), blocks(b), origin(o), reduce(red) {}
 };
 /// Local permutation of the rank's blocks, applied at the end of its round (after the
 /// receives): the block in slot j moves to slot to[j]. `to` is a bijection on [0, B).
 struct PermuteOp {
   Boxed<std::vector<int64_t>> to;
+  BlockSetRef blocks;  ///< every block
   OriginRef origin;
-  int64_t peer = -1;  ///< no peer (lets generic accessors compile; use is_transfer())
-  BlockSet blocks;    ///< every block
 };
 /// Local reduction or copy between the rank's own blocks (`reduce S into D`, `copy S into
 /// D`), applied after the round's receives, in program order: the k-th block of `src`
@@ -88,17 +139,88 @@ struct PermuteOp {
 /// as in MPI_Reduce_local(src, dst)). Blocks index the rank's buffers: block b of buffer j
 /// is j * B + b (buffer 0 is the vector, 1..scratch the `scratch` buffers).
 struct LocalOp {
-  Boxed<BlockSet> src;
-  BlockSet blocks;   ///< the destination
-  bool reduce = false;
+  BlockSetRef src;
+  BlockSetRef blocks;  ///< the destination
   OriginRef origin;
-  int64_t peer = -1;  ///< no peer (generic accessors; use is_transfer())
+  bool reduce = false;
+  LocalOp() = default;
+  LocalOp(const BlockSet& s, const BlockSet& d, bool red, OriginRef o = {}) : src(s), blocks(d), origin(o), reduce(red) {}
 };
+/// One operation of a rank's round: 24 bytes (docs/verifier.md, "Scale").
 using Op = std::variant<SendOp, RecvOp, PermuteOp, LocalOp>;
 
 /// True for SendOp and RecvOp.
 inline bool is_transfer(const Op& op) { return std::holds_alternative<SendOp>(op) || std::holds_alternative<RecvOp>(op); }
-using Round = std::vector<Op>;
+
+/// A round being built: a rank's ops of one round, in posting order.
+using RoundOps = std::vector<Op>;
+
+/// One rank's ops of one round, in posting order: a read-only view into its RankRounds
+/// (valid while that is alive and unchanged).
+class Round {
+ public:
+  Round() = default;
+  Round(const Op* b, const Op* e) : b_(b), e_(e) {}
+  Round(const RoundOps& v) : b_(v.data()), e_(v.data() + v.size()) {}  // NOLINT(google-explicit-constructor)
+  const Op* begin() const { return b_; }
+  const Op* end() const { return e_; }
+  size_t size() const { return size_t(e_ - b_); }
+  bool empty() const { return b_ == e_; }
+  const Op& operator[](size_t i) const { return b_[i]; }
+  const Op& front() const { return *b_; }
+  const Op& back() const { return e_[-1]; }
+
+ private:
+  const Op* b_ = nullptr;
+  const Op* e_ = nullptr;
+};
+
+/// Every round of one rank: its ops in one array, round after round (no vector per round:
+/// at p = 2^20 a Bine allreduce has 21 million rounds of two ops). Round t is ops
+/// [start[t], start[t + 1]).
+class RankRounds {
+ public:
+  RankRounds() = default;
+  /// Rounds given one vector each (tests, the reference oracle).
+  RankRounds(const std::vector<RoundOps>& rounds);  // NOLINT(google-explicit-constructor)
+  /// Takes `ops` (round after round) and the first op of each round (rounds + 1 entries,
+  /// the last ops.size()).
+  RankRounds(std::vector<Op> ops, std::vector<uint32_t> start) : ops_(std::move(ops)), start_(std::move(start)) {}
+  size_t size() const { return start_.empty() ? 0 : start_.size() - 1; }  ///< rounds
+  bool empty() const { return size() == 0; }
+  Round operator[](size_t t) const { return Round(ops_.data() + start_[t], ops_.data() + start_[t + 1]); }
+  /// `n` empty rounds.
+  void assign(size_t n) {
+    ops_.clear();
+    start_.assign(n + 1, 0);
+  }
+  /// Appends `op` to round t (shifts the later rounds: for building small schedules).
+  void add(size_t t, Op op);
+  /// Every op of the rank, round after round.
+  const std::vector<Op>& ops() const { return ops_; }
+
+  class iterator {
+   public:
+    iterator(const RankRounds* r, size_t t) : r_(r), t_(t) {}
+    Round operator*() const { return (*r_)[t_]; }
+    iterator& operator++() {
+      ++t_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return t_ != o.t_; }
+    bool operator==(const iterator& o) const { return t_ == o.t_; }
+
+   private:
+    const RankRounds* r_;
+    size_t t_;
+  };
+  iterator begin() const { return iterator(this, 0); }
+  iterator end() const { return iterator(this, size()); }
+
+ private:
+  std::vector<Op> ops_;
+  std::vector<uint32_t> start_;
+};
 
 struct Schedule {
   std::string name;
@@ -120,7 +242,7 @@ struct Schedule {
   /// of the round travel in pieces of at most this many bytes (whole elements, at least
   /// one); it changes only how data is packetized, not what the verifier checks.
   std::vector<int64_t> round_segments;
-  std::vector<std::vector<Round>> ranks;      ///< [rank][round]
+  std::vector<RankRounds> ranks;      ///< [rank][round]
   /// A `frames` schedule's model (BBS, Lu et al. Sec. 2.1), which the verifier checks: each
   /// rank in at most one transfer per round (one_port), every transfer along one of
   /// `links` (undirected rank pairs (a, b), a < b, sorted; the topology's links with the
@@ -132,11 +254,18 @@ struct Schedule {
 inline const Origin& origin_of(const Op& op) {
   return std::visit([](const auto& o) -> const Origin& { return o.origin.get(); }, op);
 }
+/// The peer of a send or receive; -1 for a local op.
 inline int64_t peer_of(const Op& op) {
-  return std::visit([](const auto& o) { return o.peer; }, op);
+  if (const auto* s = std::get_if<SendOp>(&op)) return s->peer;
+  if (const auto* r = std::get_if<RecvOp>(&op)) return r->peer;
+  return -1;
 }
 inline const BlockSet& blocks_of(const Op& op) {
-  return std::visit([](const auto& o) -> const BlockSet& { return o.blocks; }, op);
+  return std::visit([](const auto& o) -> const BlockSet& { return o.blocks.get(); }, op);
+}
+/// The interned block set of an op (compare two with ==: ids).
+inline BlockSetRef block_ref_of(const Op& op) {
+  return std::visit([](const auto& o) { return o.blocks; }, op);
 }
 
 /// The message matching rule of one round, the only one in the compiler: the verifier

@@ -732,7 +732,7 @@ class Verifier {
   /// `reduce S into D` / `copy S into D` on rank y: the k-th block of S onto the k-th of D.
   bool apply_local(int64_t y, int64_t t, const LocalOp& lo) {
     const char* what = lo.reduce ? "local reduce" : "local copy";
-    const BlockSet both = lo.src & lo.blocks;
+    const BlockSet both = lo.src.get() & lo.blocks.get();
     if (!both.empty()) {
       record(report(lo.origin, at(y, t, first_block(both)) + what + ": source and destination share blocks " + format_blocks(both)),
              K::local, y, t, first_block(both));

@@ -12,6 +12,14 @@
 #include "builtins_table.h"
 
 namespace bine::reference {
+
+/// Stores a rank's rounds, built one vector per round, into the Schedule when it goes out
+/// of scope (every path of a per-rank loop body).
+struct CommitRounds {
+  RankRounds& dst;
+  std::vector<RoundOps>& rounds;
+  ~CommitRounds() { dst = RankRounds(rounds); }
+};
 namespace {
 
 constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations per rank
@@ -120,7 +128,7 @@ class RankRun {
     phase_rounds_.resize(size_t(sd.num_phases), {0, 0});
   }
 
-  std::vector<Round> rounds;
+  std::vector<RoundOps> rounds;
   std::vector<const Stmt*> sites;   ///< the statement that opened each round
   std::vector<std::string> labels;
   std::vector<int64_t> segments;    ///< the `segment` size in force in each round (bytes, 0: none)
@@ -298,7 +306,7 @@ class RankRun {
           fail(s.span, "'permute' under 'fold' with rank-indexed blocks is not supported");
         PermuteOp op;
         op.origin = Origin{s.span, {}, {}};
-        op.blocks = BlockSet::all(blocks);
+        op.blocks = BlockSetRef(BlockSet::all(blocks));
         std::vector<int64_t> perm(size_t(blocks), 0);
         std::vector<char> hit(size_t(blocks), 0);
         for (int64_t j = 0; j < blocks; ++j) {
@@ -319,7 +327,7 @@ class RankRun {
           for (int64_t x = gm_.lo; x < gm_.lo + gm_.inner * gm_.k; ++x)
             to[size_t(x)] = gm_.lo + perm[size_t((x - gm_.lo) / gm_.k)] * gm_.k + (x - gm_.lo) % gm_.k;
           op.to = std::move(to);
-          op.blocks = BlockSet::all(gm_.outer);
+          op.blocks = BlockSetRef(BlockSet::all(gm_.outer));
         } else {
           op.to = std::move(perm);
         }
@@ -429,7 +437,7 @@ class RankRun {
         for (size_t i = end; i-- > start;) {
           open_round(s, "phase " + s.name + " (" + via + ", its body round " + std::to_string(i) + ")");
           if (fm_.three_two && at_end_ && i == 0) fused_round = int64_t(rounds.size()) - 1;
-          const Round src = rounds[i];
+          const RoundOps src = rounds[i];
           for (const Op& op : src) {
             Origin o = origin_of(op);
             o.via = via;
@@ -704,7 +712,7 @@ class RankRun {
 struct FirstRound {
   BlockSet sent, received, kept;
 };
-FirstRound first_round(const Round& r0, const BlockSet& all) {
+FirstRound first_round(const RoundOps& r0, const BlockSet& all) {
   FirstRound f;
   for (const Op& op : r0) {
     if (const auto* s = std::get_if<SendOp>(&op)) f.sent = f.sent | s->blocks;
@@ -764,7 +772,8 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
     return o;
   };
   auto with_peer = [](Op op, int64_t peer) {
-    std::visit([&](auto& v) { v.peer = peer; }, op);
+    if (auto* snd = std::get_if<SendOp>(&op)) snd->peer = int32_t(peer);
+    if (auto* rcv = std::get_if<RecvOp>(&op)) rcv->peer = int32_t(peer);
     return op;
   };
   out.num_rounds = int64_t(R + 2);
@@ -786,7 +795,8 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
     out.round_labels[R + 1] = "fold 3-2 epilogue (the result to the eliminated ranks)";
   }
   for (int64_t x = 0; x < out.p; ++x) {
-    std::vector<Round>& rr = out.ranks[size_t(x)];
+    std::vector<RoundOps> rr;
+    const CommitRounds commit{out.ranks[size_t(x)], rr};
     rr.assign(R + 2, {});
     const int64_t v = fm.v_of(x);
     const Role role = tt.role(v);
@@ -826,7 +836,7 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
         break;
       }
       case Role::triple0: {
-        // Round B: its first-round exchange, the partial of virtual 1 coming from real 2.
+        // RoundOps B: its first-round exchange, the partial of virtual 1 coming from real 2.
         const int64_t helper = fm.real_of_v(2);
         for (const Op& op : run.rounds[0])
           rr[1].push_back(std::holds_alternative<RecvOp>(op) ? via(with_peer(op, helper), "fold 3-2 (3-2 step)") : op);
@@ -836,7 +846,7 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
         break;
       }
       case Role::triple1: {
-        // Round A: keeps the part it holds after the first round, real 2 the part it sends.
+        // RoundOps A: keeps the part it holds after the first round, real 2 the part it sends.
         const int64_t helper = fm.real_of_v(2);
         rr[0].push_back(SendOp{helper, f.sent, fo});
         rr[0].push_back(RecvOp{helper, f.kept, true, fo});
@@ -872,7 +882,7 @@ InstStatus build_three_two(const ScheduleDecl& decl, const FoldMap& fm, std::vec
       }
     }
     // Empty sets move nothing: drop them.
-    for (Round& rd : rr)
+    for (RoundOps& rd : rr)
       rd.erase(std::remove_if(rd.begin(), rd.end(), [](const Op& op) { return is_transfer(op) && blocks_of(op).empty(); }),
                rd.end());
   }
@@ -906,18 +916,19 @@ InstStatus build_ring(const ScheduleDecl& decl, const FoldMap& fm, std::vector<R
   }
   const Origin o{decl.fold_span, "fold", decl.fold_span};
   for (int64_t x = 0; x < out.p; ++x) {
-    std::vector<Round>& rr = out.ranks[size_t(x)];
+    std::vector<RoundOps> rr;
+    const CommitRounds commit{out.ranks[size_t(x)], rr};
     rr.assign(size_t(out.num_rounds), {});
     const int64_t v = fm.v_of(x), c = mod(v, R), g = v / R;
     auto member = [&](int64_t k) { return fm.real_of_v(g * R + mod(k, R)); };
     auto part = [&](int64_t k, int64_t buffer) { return BlockSet::range(mod(k, R) * Bv, mod(k, R) * Bv + Bv, B).shifted(buffer * B); };
     for (int64_t t = 1; t < R; ++t) {
-      Round& rd = rr[size_t(t - 1)];
+      RoundOps& rd = rr[size_t(t - 1)];
       rd.push_back(SendOp{member(c + t), part(c + t, 0), o});
       rd.push_back(RecvOp{member(c - t), part(c, t), false, o});
       if (t == R - 1)
         for (const RingLocal& l : ring_reductions(R, c)) rd.push_back(LocalOp{part(c, l.src), part(c, l.dst), l.reduce, o});
-      Round& ep = rr[pro + body + size_t(t - 1)];
+      RoundOps& ep = rr[pro + body + size_t(t - 1)];
       ep.push_back(SendOp{member(c + t), part(c, 0), o});
       ep.push_back(RecvOp{member(c - t), part(c - t, 0), false, o});
     }
@@ -1070,7 +1081,8 @@ InstStatus reference_instantiate(const Program& program, const ScheduleDecl& dec
   if (epilogue) out.round_segments.push_back(top_seg);
   const BlockSet everything = BlockSet::all(out.blocks);
   for (int64_t x = 0; x < req.p; ++x) {
-    std::vector<Round>& rr = out.ranks[size_t(x)];
+    std::vector<RoundOps> rr;
+    const CommitRounds commit{out.ranks[size_t(x)], rr};
     rr.assign(size_t(out.num_rounds), {});
     if (fm.active(x))
       for (size_t t = 0; t < body_rounds; ++t) rr[first + t] = std::move(runs[size_t(x)].rounds[t]);
@@ -1088,7 +1100,7 @@ InstStatus reference_instantiate(const Program& program, const ScheduleDecl& dec
       else rr[0].push_back(SendOp{partner, data(steps.prologue), o});
     }
     if (epilogue) {
-      Round& last = rr.back();
+      RoundOps& last = rr.back();
       if (even(v)) last.push_back(SendOp{partner, data(steps.epilogue), o});
       else last.push_back(RecvOp{partner, data(steps.epilogue), false, o});
     }

@@ -654,7 +654,7 @@ TEST_CASE("local and non-local parameters: recursive doubling with ppn = 2^j ran
 namespace {
 
 /// A hand-built schedule: `ops[rank][round]`.
-Schedule handmade(int64_t p, int64_t blocks, std::vector<std::vector<Round>> ops) {
+Schedule handmade(int64_t p, int64_t blocks, std::vector<std::vector<RoundOps>> ops) {
   Schedule s;
   s.name = "handmade";
   s.collective = Collective::bcast;
@@ -662,7 +662,7 @@ Schedule handmade(int64_t p, int64_t blocks, std::vector<std::vector<Round>> ops
   s.blocks = blocks;
   s.num_rounds = int64_t(ops.front().size());
   s.round_labels.assign(size_t(s.num_rounds), "");
-  s.ranks = std::move(ops);
+  s.ranks.assign(ops.begin(), ops.end());
   return s;
 }
 
@@ -710,7 +710,7 @@ TEST_CASE("critical path: messages posted together serialize on one port, in pos
   const int64_t p = 6;
   const BlockSet all = BlockSet::all(1);
   // Linear broadcast: the root posts sends to 5, 4, ..., 1 in one round.
-  std::vector<std::vector<Round>> ops(size_t(p), std::vector<Round>(1));
+  std::vector<std::vector<RoundOps>> ops(size_t(p), std::vector<RoundOps>(1));
   for (int64_t y = p - 1; y >= 1; --y) {
     ops[0][0].push_back(SendOp{y, all, {}});
     ops[size_t(y)][0].push_back(RecvOp{0, all, false, {}});
@@ -724,7 +724,7 @@ TEST_CASE("critical path: messages posted together serialize on one port, in pos
   CHECK(r.critical.rounds == 1);
   for (int64_t y = 1; y < p; ++y) CHECK(r.ranks[size_t(y)].finish == doctest::Approx(double(p - y) * one));
   // Linear gather: p-1 senders into one receive port, lower sender first.
-  std::vector<std::vector<Round>> g(size_t(p), std::vector<Round>(1));
+  std::vector<std::vector<RoundOps>> g(size_t(p), std::vector<RoundOps>(1));
   for (int64_t y = 1; y < p; ++y) {
     g[0][0].push_back(RecvOp{y, all, true, {}});
     g[size_t(y)][0].push_back(SendOp{0, all, {}});
@@ -739,7 +739,7 @@ TEST_CASE("critical path: messages posted together serialize on one port, in pos
 TEST_CASE("critical path: a rank waits for a late partner; the path crosses to that partner") {
   const CostParams c = flat(kMachines[0]);
   const BlockSet both = BlockSet::all(2), b0 = BlockSet::block(0, 2), b1 = BlockSet::block(1, 2);
-  std::vector<std::vector<Round>> ops(4, std::vector<Round>(2));
+  std::vector<std::vector<RoundOps>> ops(4, std::vector<RoundOps>(2));
   ops[0][0] = {SendOp{1, both, {}}};  // round 0: 0 -> 1 the whole vector, 2 -> 3 half of it
   ops[1][0] = {RecvOp{0, both, false, {}}};
   ops[2][0] = {SendOp{3, b0, {}}};
@@ -761,7 +761,7 @@ TEST_CASE("critical path: a rank waits for a late partner; the path crosses to t
 
 TEST_CASE("unmatched and mismatched messages are reported, not priced") {
   const BlockSet all = BlockSet::all(2);
-  std::vector<std::vector<Round>> ops(2, std::vector<Round>(1));
+  std::vector<std::vector<RoundOps>> ops(2, std::vector<RoundOps>(1));
   ops[0][0] = {SendOp{1, all, {}}};
   CostResult r = run(handmade(2, 2, ops), 10, 4, flat(kMachines[0]));
   CHECK_FALSE(r.ok);

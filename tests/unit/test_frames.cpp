@@ -153,8 +153,8 @@ TEST_CASE("frames schedules: verified instances, p fixed, the verifier's topolog
   SUBCASE("a rank in two transfers of a step") {
     Schedule s = good;
     // Round 0: rank 0 sends packet 0 to rank 1; add a send of it to rank 4 (a link) too.
-    s.ranks[0][0].push_back(SendOp{4, BlockSet::block(0, s.blocks), {}});
-    s.ranks[4][0].push_back(RecvOp{0, BlockSet::block(0, s.blocks), false, {}});
+    s.ranks[0].add(0, SendOp{4, BlockSet::block(0, s.blocks), {}});
+    s.ranks[4].add(0, RecvOp{0, BlockSet::block(0, s.blocks), false, {}});
     DiagnosticSink d;
     const VerifyResult r = verify(s, d);
     CHECK_FALSE(r.ok);

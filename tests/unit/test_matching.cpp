@@ -37,26 +37,27 @@ TEST_CASE("match_round pairs the k-th send of x to y with the k-th receive of y 
     s.p = 2 + int64_t(rng() % 5);
     s.blocks = 4;
     s.num_rounds = 1;
-    s.ranks.assign(size_t(s.p), std::vector<Round>(1));
+    std::vector<RoundOps> built(size_t(s.p));  // round 0 of each rank
     // Balanced traffic, then (in half the trials) one op removed: an unmatched transfer.
     for (int m = 0; m < 8; ++m) {
       const int64_t x = int64_t(rng() % uint64_t(s.p));
       int64_t y = int64_t(rng() % uint64_t(s.p - 1));
       if (y >= x) ++y;
       const BlockSet b = BlockSet::block(int64_t(rng() % 4), 4);
-      s.ranks[size_t(x)][0].emplace_back(std::in_place_type<SendOp>, SendOp{y, b, {}});
-      if (rng() % 3 == 0) s.ranks[size_t(x)][0].emplace_back(std::in_place_type<LocalOp>, LocalOp{b, b, false, {}});
-      s.ranks[size_t(y)][0].emplace_back(std::in_place_type<RecvOp>, RecvOp{x, b, false, {}});
+      built[size_t(x)].push_back(SendOp{y, b, {}});
+      if (rng() % 3 == 0) built[size_t(x)].push_back(LocalOp{b, b, false, {}});
+      built[size_t(y)].push_back(RecvOp{x, b, false, {}});
     }
-    for (auto& r : s.ranks) std::shuffle(r[0].begin(), r[0].end(), rng);
+    for (auto& r : built) std::shuffle(r.begin(), r.end(), rng);
     const bool drop = trial % 2 == 1;
     if (drop) {
-      for (auto& r : s.ranks)
-        if (!r[0].empty()) {
-          r[0].erase(r[0].begin());
+      for (auto& r : built)
+        if (!r.empty()) {
+          r.erase(r.begin());
           break;
         }
     }
+    for (const RoundOps& r : built) s.ranks.push_back(RankRounds(std::vector<RoundOps>{r}));
     RoundMatching m;
     const bool complete = match_round(s, 0, m);
     bool brute_complete = true;

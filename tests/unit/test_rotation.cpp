@@ -40,9 +40,9 @@ Schedule gather4(int64_t root, BlockSet sent, BlockSet received, int64_t from, i
   s.root = root;
   s.blocks = 4;
   s.num_rounds = 1;
-  s.ranks.assign(4, std::vector<Round>(1));
-  s.ranks[size_t(from)][0].emplace_back(std::in_place_type<SendOp>, SendOp{to, sent, {}});
-  s.ranks[size_t(to)][0].emplace_back(std::in_place_type<RecvOp>, RecvOp{from, received, false, {}});
+  s.ranks.assign(4, RankRounds(std::vector<RoundOps>(1)));
+  s.ranks[size_t(from)].add(0, SendOp{to, sent, {}});
+  s.ranks[size_t(to)].add(0, RecvOp{from, received, false, {}});
   return s;
 }
 }  // namespace
