@@ -6,6 +6,7 @@
 // rounds into the Schedule (docs/architecture.md, "One round pipeline").
 #include "instantiate.h"
 
+#include <memory>
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -850,25 +851,29 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   // Run every rank through the round pipeline: the body where the rank runs it, else
   // (two-one helpers) only the fold's rounds, once the instance's block count is known.
   SiteTable sites;
-  std::vector<RankRun> runs;
-  runs.reserve(size_t(req.p));
+  // A rank's run lives while it may still be read (the reference rank, the first rank, the
+  // two-one helpers, which run last); the others keep only their recorded rounds (a
+  // RankRun is about 1 KB: at p = 2^20 they would outweigh the ops).
+  std::vector<std::unique_ptr<RankRun>> runs(size_t(req.p));
+  std::vector<Recorder> recorded(size_t(req.p));
   const RankRun* ref = nullptr;
   int64_t ref_rank = 0;  ///< the first rank that runs the body, whose run the others are compared with
   int64_t first_rank = -1;
   bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
   try {
     for (int64_t x = 0; x < req.p; ++x) {
-      runs.emplace_back(rp, fl, sites, x, req.commutative, diags);
-      runs.back().keep_labels = ref == nullptr;
+      runs[size_t(x)] = std::make_unique<RankRun>(rp, fl, sites, x, req.commutative, diags);
+      RankRun& cur = *runs[size_t(x)];
+      cur.keep_labels = ref == nullptr;
       if (!fl.runs_body(x)) continue;
-      const bool met = runs.back().run();
+      const bool met = cur.run();
       if (first_rank < 0) {
         first_rank = x;
         applies = met;
       } else if (met != applies) {
         // Every rank must agree on whether the schedule applies.
         const int64_t no = met ? first_rank : x, yes = met ? x : first_rank;
-        const Expr* clause = runs[size_t(no)].unmet_clause;
+        const Expr* clause = runs[size_t(no)]->unmet_clause;
         diags.error(clause ? clause->span : decl.name_span,
                     inst + ": 'requires' clause is false on " + describe(fl, no) + " but holds on " + describe(fl, yes) +
                         "; the conditions of 'requires' must not depend on the rank");
@@ -876,11 +881,11 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       }
       if (!met) continue;
       if (!ref) {
-        ref = &runs.back();
+        ref = &cur;
         ref_rank = x;
         continue;
       }
-      const RankRun& me = runs.back();
+      const RankRun& me = cur;
       if (me.blocks != ref->blocks) {
         diags.error(rp.blocks ? rp.blocks->span : decl.name_span,
                     inst + ": ranks disagree on the block count (" + describe(fl, ref_rank) + ": " + std::to_string(ref->blocks) +
@@ -919,13 +924,17 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
                         std::to_string(me.segments[k]) + "); the segment size must not depend on the rank");
         return InstStatus::error;
       }
+      if (x != first_rank) {  // compared: keep its rounds only
+        recorded[size_t(x)] = std::move(cur.rec);
+        runs[size_t(x)].reset();
+      }
     }
     if (!applies) {
-      if (unmet) *unmet = runs[size_t(first_rank)].unmet;
+      if (unmet) *unmet = runs[size_t(first_rank)]->unmet;
       return InstStatus::not_applicable;
     }
     for (int64_t x = 0; x < req.p; ++x)
-      if (!fl.runs_body(x)) runs[size_t(x)].run_helper(ref ? ref->blocks : 1);
+      if (!fl.runs_body(x)) runs[size_t(x)]->run_helper(ref ? ref->blocks : 1);
   } catch (const Failure&) {
     return InstStatus::error;
   }
@@ -1007,7 +1016,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   // two-one epilogue, which is the last (the helpers run no body rounds before it).
   out.num_rounds = int64_t(out.round_labels.size());
   for (int64_t x = 0; x < req.p; ++x) {
-    Recorder& rec = runs[size_t(x)].rec;
+    Recorder& rec = runs[size_t(x)] ? runs[size_t(x)]->rec : recorded[size_t(x)];
     const size_t T = size_t(out.num_rounds), K = rec.kinds.size();
     // round k of the rank is instance round k, except a two-one epilogue (the last); the
     // rounds in between are empty.

@@ -82,8 +82,12 @@ class RankSets {
   /// a u b when a and b are disjoint, else kNone (a contribution counted twice).
   int32_t unite(int32_t a, int32_t b) {
     if (a > b) std::swap(a, b);
+    // Short sets (the butterflies' and trees' are one or two intervals) are merged
+    // directly: a memo entry would cost more memory than the merge costs time.
+    const bool memo = end(a) - begin(a) + (end(b) - begin(b)) > 4;
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
-    if (const int32_t* hit = unions_.find(key)) return *hit;
+    if (memo)
+      if (const int32_t* hit = unions_.find(key)) return *hit;
     cand_.clear();
     const Interval *x = begin(a), *xe = end(a), *y = begin(b), *ye = end(b);
     int32_t res = kNone;
@@ -98,7 +102,7 @@ class RankSets {
       else cand_.push_back(next);
     }
     if (!overlap) res = intern();
-    unions_.insert(key, res);
+    if (memo) unions_.insert(key, res);
     return res;
   }
   /// The ranks in both a and b, in increasing order.
@@ -175,6 +179,26 @@ class RankSets {
   std::vector<int32_t> table_;           ///< open-addressing index of the sets by content
   std::vector<Interval> cand_;           ///< the set being built
   FlatMap unions_;                       ///< (min id, max id) -> union or kNone
+};
+
+/// A rows x cols matrix in one array (the verifier's per-rank, per-slot state: one
+/// allocation instead of one per rank); m[r] is row r's first element.
+template <class T>
+class Matrix {
+ public:
+  void assign(size_t rows, size_t cols, const T& v) {
+    cols_ = cols;
+    rows_ = rows;
+    a_.assign(rows * cols, v);
+  }
+  T* operator[](size_t r) { return a_.data() + r * cols_; }
+  const T* operator[](size_t r) const { return a_.data() + r * cols_; }
+  size_t rows() const { return rows_; }
+  size_t cols() const { return cols_; }
+
+ private:
+  std::vector<T> a_;
+  size_t rows_ = 0, cols_ = 0;
 };
 
 struct WriteSite {
@@ -461,6 +485,7 @@ class Verifier {
           if (!std::holds_alternative<SendOp>(rd[j])) continue;
           const int64_t y = peer_of(rd[j]);
           const Op* rcv = &mate(x, t, j);
+          if (block_ref_of(rd[j]) == block_ref_of(*rcv)) continue;  // interned: the same set
           const BlockSet& a = blocks_of(rd[j]);
           const BlockSet& b = blocks_of(*rcv);
           if (!message_sizes_agree(s_, a, b)) {
@@ -554,8 +579,8 @@ class Verifier {
   void init_state() {
     leaves_.assign(size_t(s_.p * s_.blocks), kNone);
     const size_t slots = size_t(s_.blocks * (s_.scratch + 1));  // the vector, then the scratch buffers (empty)
-    state_.assign(size_t(s_.p), std::vector<int32_t>(slots, kNone));
-    writer_.assign(size_t(s_.p), std::vector<WriteSite>(slots));
+    state_.assign(size_t(s_.p), slots, kNone);
+    writer_.assign(size_t(s_.p), slots, WriteSite{});
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t b = 0; b < s_.blocks; ++b) {
         int32_t v = kNone;
@@ -626,7 +651,7 @@ class Verifier {
     ups.clear();
     // Block -> index in ups of rank y's reduce of it in this round (-1: none), reset after
     // each rank: updates of rank y are pushed while y is processed.
-    reduced_.resize(state_.empty() ? 0 : state_[0].size(), -1);
+    reduced_.resize(state_.cols(), -1);
     for (int64_t y = 0; y < s_.p; ++y) {
       for (int64_t b : touched_) reduced_[size_t(b)] = -1;
       touched_.clear();
@@ -636,7 +661,7 @@ class Verifier {
         if (!rv) continue;
         const int64_t x = rv->peer;
         const Op& snd = mate(y, t, j);
-        if (keeps_blocks_ && !(blocks_of(snd) == rv->blocks)) keeps_blocks_ = false;
+        if (keeps_blocks_ && block_ref_of(snd) != rv->blocks) keeps_blocks_ = false;
         if (direct_ && rv->blocks.size() != 1) direct_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
@@ -718,14 +743,14 @@ class Verifier {
     for (int64_t y = 0; y < s_.p; ++y)
       for (const Op& op : s_.ranks[size_t(y)][size_t(t)])
         if (const auto* pm = std::get_if<PermuteOp>(&op)) {
-          std::vector<int32_t> moved(state_[size_t(y)].size(), kNone);
+          std::vector<int32_t> moved(state_.cols(), kNone);
           std::vector<WriteSite> wmoved(moved.size());
           for (size_t j = 0; j < pm->to.size(); ++j) {
             moved[size_t(pm->to[j])] = state_[size_t(y)][j];
             wmoved[size_t(pm->to[j])] = {t, &pm->origin.get()};
           }
-          state_[size_t(y)] = std::move(moved);
-          writer_[size_t(y)] = std::move(wmoved);
+          std::copy(moved.begin(), moved.end(), state_[size_t(y)]);
+          std::copy(wmoved.begin(), wmoved.end(), writer_[size_t(y)]);
         }
     return true;
   }
@@ -749,7 +774,7 @@ class Verifier {
     for (const auto& [a, b] : lo.src->ranges())
       for (int64_t i = a; i < b; ++i) from.push_back(i);
     size_t next = 0;
-    std::vector<int32_t>& st = state_[size_t(y)];
+    int32_t* st = state_[size_t(y)];
     for (const auto& [a, b] : lo.blocks.ranges())
       for (int64_t d = a; d < b; ++d) {
         const int64_t sb = from[next++];
@@ -972,8 +997,8 @@ class Verifier {
   std::vector<int64_t> reduced_;   ///< step(): block -> index in ups_ of its reduce, or -1
   std::vector<int64_t> touched_;   ///< step(): blocks set in reduced_
   std::vector<int64_t> from_;      ///< step(): the sent blocks in order (reused)
-  std::vector<std::vector<int32_t>> state_;
-  std::vector<std::vector<WriteSite>> writer_;
+  Matrix<int32_t> state_;   ///< [rank][slot] the term a slot holds, kNone: no data
+  Matrix<WriteSite> writer_;  ///< [rank][slot] the round and statement that last wrote it
   std::map<int64_t, int32_t> final_term_;
   bool keeps_blocks_ = true;               ///< every message so far lands in the blocks it left
   bool direct_ = true;                     ///< every message so far is one item, sender to receiver
