@@ -867,6 +867,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       cur.keep_labels = ref == nullptr;
       if (!fl.runs_body(x)) continue;
       const bool met = cur.run();
+      cur.rec.ops.shrink_to_fit();  // kept until the end: no doubling slack (a third of the ops' memory)
       if (first_rank < 0) {
         first_rank = x;
         applies = met;
@@ -934,7 +935,10 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       return InstStatus::not_applicable;
     }
     for (int64_t x = 0; x < req.p; ++x)
-      if (!fl.runs_body(x)) runs[size_t(x)]->run_helper(ref ? ref->blocks : 1);
+      if (!fl.runs_body(x)) {
+        runs[size_t(x)]->run_helper(ref ? ref->blocks : 1);
+        runs[size_t(x)]->rec.ops.shrink_to_fit();
+      }
   } catch (const Failure&) {
     return InstStatus::error;
   }

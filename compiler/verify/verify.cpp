@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 namespace bine {
 namespace {
@@ -20,7 +21,7 @@ struct Term {
 };
 
 /// Open-addressing hash map from a 64-bit key (never ~0) to an int32 value: linear
-/// probing, power-of-two capacity, load at most 1/2. The verifier's hot lookups (term
+/// probing, power-of-two capacity, load at most 3/4. The verifier's hot lookups (term
 /// hash-consing, memoized unions) without a heap node per entry.
 class FlatMap {
  public:
@@ -34,7 +35,7 @@ class FlatMap {
   }
   /// Inserts k -> v (k must be absent).
   void insert(uint64_t k, int32_t v) {
-    if (2 * (n_ + 1) > keys_.size()) grow();
+    if (4 * (n_ + 1) > 3 * keys_.size()) grow();
     size_t i = slot(k);
     while (keys_[i] != kEmpty) i = (i + 1) & (keys_.size() - 1);
     keys_[i] = k;
@@ -201,6 +202,27 @@ class Matrix {
   size_t rows_ = 0, cols_ = 0;
 };
 
+/// A vector in chunks of 2^16 elements: growing it never copies, so its peak is its size
+/// (a std::vector's doubling holds old and new arrays at once: at p = 2^20 the terms of a
+/// Bine allreduce are 336 MB).
+template <class T>
+class ChunkedVector {
+ public:
+  size_t size() const { return n_; }
+  void push_back(const T& v) {
+    if ((n_ & kMask) == 0) chunks_.emplace_back(new T[kChunk]);
+    chunks_.back()[n_ & kMask] = v;
+    ++n_;
+  }
+  T& operator[](size_t i) { return chunks_[i >> kShift][i & kMask]; }
+  const T& operator[](size_t i) const { return chunks_[i >> kShift][i & kMask]; }
+
+ private:
+  static constexpr size_t kShift = 16, kChunk = size_t(1) << kShift, kMask = kChunk - 1;
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  size_t n_ = 0;
+};
+
 struct WriteSite {
   int64_t round = -1;
   const Origin* origin = nullptr;
@@ -340,7 +362,7 @@ class Verifier {
   /// Whether every transfer between x and y in round t has its counterpart (match_round's
   /// rule, schedule.h).
   bool pair_matches(int64_t x, int64_t t, int64_t y) const {
-    const RoundMatching& m = match_[size_t(t)];
+    const RoundMatching& m = matching(t);
     for (const auto& [r, q] : {std::pair{x, y}, std::pair{y, x}}) {
       const Round& rd = s_.ranks[size_t(r)][size_t(t)];
       for (size_t i = 0; i < rd.size(); ++i)
@@ -351,7 +373,19 @@ class Verifier {
   /// The op that op i of rank x in round t meets (a complete round's).
   const Op& mate(int64_t x, int64_t t, size_t i) const {
     const Op& op = s_.ranks[size_t(x)][size_t(t)][i];
-    return s_.ranks[size_t(peer_of(op))][size_t(t)][size_t(match_[size_t(t)].mate_of(x, i))];
+    return s_.ranks[size_t(peer_of(op))][size_t(t)][size_t(matching(t).mate_of(x, i))];
+  }
+  /// Round t's matching. When every round pairs up only one round's is kept (the passes
+  /// go in round order; at p = 2^20 all rounds' would take 250 MB), recomputed when
+  /// another round is asked for; after a failure, every round's (the deadlock search
+  /// visits any round).
+  const RoundMatching& matching(int64_t t) const {
+    if (all_rounds_) return match_[size_t(t)];
+    if (cur_t_ != t) {
+      match_round(s_, t, cur_);
+      cur_t_ = t;
+    }
+    return cur_;
   }
   /// Zero-buffering execution: a rank finishes round t when every transfer of its round t
   /// is matched by the peer's round t (match_round(), schedule.h: the k-th send of x to y
@@ -359,14 +393,26 @@ class Verifier {
   /// deadlocked; the report follows the wait-for chain. Linear-time sufficient condition
   /// (O(n log n) per round): every round's matching is complete. Then all ranks proceed in
   /// lockstep and nothing can block; the simulation below only runs to explain a failure.
+  /// Also checks message sizes round by round while the round's matching is at hand
+  /// (size_failure_: the first round with a mismatch, reported once every round pairs up,
+  /// since a deadlock is reported first).
   bool rounds_pair_up() {
-    match_.resize(size_t(s_.num_rounds));
-    bool all = true;
-    for (int64_t t = 0; t < s_.num_rounds; ++t) all = match_round(s_, t, match_[size_t(t)]) && all;
-    return all;
+    size_failure_ = -1;
+    for (int64_t t = 0; t < s_.num_rounds; ++t) {
+      cur_t_ = -1;
+      if (!match_round(s_, t, cur_)) {
+        match_.resize(size_t(s_.num_rounds));
+        for (int64_t u = 0; u < s_.num_rounds; ++u) match_round(s_, u, match_[size_t(u)]);
+        all_rounds_ = true;
+        return false;
+      }
+      cur_t_ = t;
+      if (size_failure_ < 0 && !check_sizes(t, false)) size_failure_ = t;
+    }
+    return true;
   }
   bool check_matching() {
-    if (rounds_pair_up()) return check_sizes();
+    if (rounds_pair_up()) return size_failure_ < 0 || check_sizes(size_failure_, true);
     const int64_t T = s_.num_rounds;
     std::vector<int64_t> cur(size_t(s_.p), 0);
     auto blocker = [&](int64_t x, const Op** op_out) -> int64_t {  // peer x waits for, or -1
@@ -394,7 +440,11 @@ class Verifier {
     int64_t x = -1;
     for (int64_t y = 0; y < s_.p; ++y)
       if (cur[size_t(y)] < T && (x < 0 || cur[size_t(y)] < cur[size_t(x)])) x = y;
-    if (x < 0) return check_sizes();
+    if (x < 0) {
+      for (int64_t t = 0; t < T; ++t)
+        if (!check_sizes(t, true)) return false;
+      return true;
+    }
     // Deadlock: describe the first stuck rank and the chain of ranks it waits for.
     const Op* op = nullptr;
     const int64_t t = cur[size_t(x)];
@@ -477,28 +527,30 @@ class Verifier {
     if (i < s_.blocks) return "block " + std::to_string(i);
     return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
   }
-  bool check_sizes() {
-    for (int64_t t = 0; t < s_.num_rounds; ++t)
-      for (int64_t x = 0; x < s_.p; ++x) {
-        const Round& rd = s_.ranks[size_t(x)][size_t(t)];
-        for (size_t j = 0; j < rd.size(); ++j) {
-          if (!std::holds_alternative<SendOp>(rd[j])) continue;
-          const int64_t y = peer_of(rd[j]);
-          const Op* rcv = &mate(x, t, j);
-          if (block_ref_of(rd[j]) == block_ref_of(*rcv)) continue;  // interned: the same set
-          const BlockSet& a = blocks_of(rd[j]);
-          const BlockSet& b = blocks_of(*rcv);
-          if (!message_sizes_agree(s_, a, b)) {
-            Diagnostic& d = record(report(origin_of(rd[j]),
-                                          at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
-                                              " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) +
-                                              ", which receives blocks " + format_blocks(b) + " (" + message_size_rule(s_) + ")"),
-                                   K::size_mismatch, x, t, first_block((a - b) | (b - a)), y);
-            add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
-            return false;
-          }
+  /// Whether matched sends and receives of round t agree on sizes; say: report the first
+  /// mismatch (rank order) becomes the error.
+  bool check_sizes(int64_t t, bool say) {
+    for (int64_t x = 0; x < s_.p; ++x) {
+      const Round& rd = s_.ranks[size_t(x)][size_t(t)];
+      for (size_t j = 0; j < rd.size(); ++j) {
+        if (!std::holds_alternative<SendOp>(rd[j])) continue;
+        const int64_t y = peer_of(rd[j]);
+        const Op* rcv = &mate(x, t, j);
+        if (block_ref_of(rd[j]) == block_ref_of(*rcv)) continue;  // interned: the same set
+        const BlockSet& a = blocks_of(rd[j]);
+        const BlockSet& b = blocks_of(*rcv);
+        if (!message_sizes_agree(s_, a, b)) {
+          if (!say) return false;
+          Diagnostic& d = record(report(origin_of(rd[j]),
+                                        at(x, t, first_block((a - b) | (b - a))) + "message size mismatch: rank " + std::to_string(x) +
+                                            " sends blocks " + format_blocks(a) + " to rank " + std::to_string(y) +
+                                            ", which receives blocks " + format_blocks(b) + " (" + message_size_rule(s_) + ")"),
+                                 K::size_mismatch, x, t, first_block((a - b) | (b - a)), y);
+          add_note(d, origin_of(*rcv).span, "the receive of rank " + std::to_string(y) + " is here");
+          return false;
         }
       }
+    }
     return true;
   }
   /// No block written by two receives of one round (unless both reduce).
@@ -556,9 +608,16 @@ class Verifier {
     return x != y && x != -2 && y != -2;
   }
   /// Terms a and b share a leaf rank: reducing them would count a contribution twice.
-  bool overlaps(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set) == kNone; }
+  /// Remembers the union for combine().
+  bool overlaps(int32_t a, int32_t b) {
+    union_of_[0] = terms_[size_t(a)].set;
+    union_of_[1] = terms_[size_t(b)].set;
+    union_ = sets_.unite(union_of_[0], union_of_[1]);
+    return union_ == kNone;
+  }
+  static uint64_t cons_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
   int32_t combine(int32_t a, int32_t b) {
-    const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+    const uint64_t key = cons_key(a, b);
     if (const int32_t* hit = consed_.find(key)) return *hit;
     const Term& x = terms_[size_t(a)];
     const Term& y = terms_[size_t(b)];
@@ -569,7 +628,9 @@ class Verifier {
     t.lo = std::min(x.lo, y.lo);
     t.hi = std::max(x.hi, y.hi);
     t.count = x.count + y.count;
-    t.set = sets_.unite(x.set, y.set);  // disjoint: the caller checked overlaps()
+    // disjoint: the caller checked overlaps(), which united them
+    const bool same = (union_of_[0] == x.set && union_of_[1] == y.set) || (union_of_[0] == y.set && union_of_[1] == x.set);
+    t.set = same ? union_ : sets_.unite(x.set, y.set);
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
     const int32_t id = int32_t(terms_.size());
     terms_.push_back(t);
@@ -989,11 +1050,17 @@ class Verifier {
   const Schedule& s_;
   DiagnosticSink& diags_;
   RankSets sets_;
-  std::vector<Term> terms_;
+  ChunkedVector<Term> terms_;
   std::vector<int32_t> leaves_;
   FlatMap consed_;
+  int32_t union_of_[2] = {kNone, kNone};  ///< the sets overlaps() last united
+  int32_t union_ = kNone;                 ///< and their union
   std::vector<Update> ups_;        ///< step(): the round's updates (reused)
-  std::vector<RoundMatching> match_;  ///< [round] the matching (rounds_pair_up())
+  std::vector<RoundMatching> match_;  ///< [round] every round's matching, after a failure (all_rounds_)
+  bool all_rounds_ = false;
+  mutable RoundMatching cur_;  ///< round cur_t_'s matching (-1: none)
+  mutable int64_t cur_t_ = -1;
+  int64_t size_failure_ = -1;  ///< the first round whose sizes disagree
   std::vector<int64_t> reduced_;   ///< step(): block -> index in ups_ of its reduce, or -1
   std::vector<int64_t> touched_;   ///< step(): blocks set in reduced_
   std::vector<int64_t> from_;      ///< step(): the sent blocks in order (reused)
