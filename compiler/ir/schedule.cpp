@@ -11,6 +11,9 @@
 
 namespace bine {
 
+// The size the verifier's memory at p = 2^20 is planned with (docs/verifier.md, "Scale").
+static_assert(sizeof(Op) == 24, "an op is 24 bytes");
+
 namespace {
 
 /// The interned origins: entry 0 is the empty origin; a deque keeps addresses stable.
@@ -143,14 +146,61 @@ std::string format_blocks(const BlockSet& s) {
   return out + "}";
 }
 
+namespace {
+
+/// match_round()'s rule by direct search, for rounds where no rank posts more than
+/// kDirect ops (the butterflies and trees: one to four): the k-th send of x to y is paired
+/// with the k-th receive of y from x by scanning both ranks' few ops, linear in the round
+/// instead of sorting it. Returns false, leaving m partly filled, at the first transfer
+/// without a counterpart: the caller then redoes the round by sorting, which names the
+/// first unmatched transfer in (source, destination) order.
+constexpr size_t kDirect = 8;
+bool match_direct(const Schedule& s, int64_t t, RoundMatching& m) {
+  for (int64_t x = 0; x < s.p; ++x) {
+    const Round rd = s.ranks[size_t(x)][size_t(t)];
+    for (size_t i = 0; i < rd.size(); ++i) {
+      const auto* snd = std::get_if<SendOp>(&rd[i]);
+      if (!snd) continue;
+      const int64_t y = snd->peer;
+      size_t k = 0;  // earlier sends of x to y
+      for (size_t j = 0; j < i; ++j)
+        if (const auto* e = std::get_if<SendOp>(&rd[j]); e && e->peer == y) ++k;
+      const Round other = s.ranks[size_t(y)][size_t(t)];
+      int32_t hit = -1;
+      for (size_t j = 0; j < other.size() && hit < 0; ++j)
+        if (const auto* rv = std::get_if<RecvOp>(&other[j]); rv && rv->peer == x && k-- == 0) hit = int32_t(j);
+      if (hit < 0) return false;
+      m.mate[m.at[size_t(x)] + i] = hit;
+      m.mate[m.at[size_t(y)] + size_t(hit)] = int32_t(i);
+    }
+  }
+  for (int64_t y = 0; y < s.p; ++y) {  // a receive left over has no send
+    const Round rd = s.ranks[size_t(y)][size_t(t)];
+    for (size_t j = 0; j < rd.size(); ++j)
+      if (std::holds_alternative<RecvOp>(rd[j]) && m.mate[m.at[size_t(y)] + j] < 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool match_round(const Schedule& s, int64_t t, RoundMatching& m) {
   m.at.assign(size_t(s.p) + 1, 0);
-  for (int64_t r = 0; r < s.p; ++r) m.at[size_t(r) + 1] = m.at[size_t(r)] + uint32_t(s.ranks[size_t(r)][size_t(t)].size());
+  size_t widest = 0;
+  for (int64_t r = 0; r < s.p; ++r) {
+    const size_t n = s.ranks[size_t(r)][size_t(t)].size();
+    widest = std::max(widest, n);
+    m.at[size_t(r) + 1] = m.at[size_t(r)] + uint32_t(n);
+  }
   m.mate.assign(m.at.back(), -1);
   m.complete = true;
   m.unmatched_send = false;
   m.src = m.dst = -1;
   m.k = 0;
+  if (widest <= kDirect) {
+    if (match_direct(s, t, m)) return true;
+    std::fill(m.mate.begin(), m.mate.end(), -1);
+  }
   // Sends and receives keyed by (source, destination, posting index): sorted, equal keys
   // of a pair meet in order.
   struct Key {

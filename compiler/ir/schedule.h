@@ -294,7 +294,8 @@ struct RoundMatching {
   int64_t mate_of(int64_t r, size_t i) const { return mate[size_t(at[size_t(r)]) + i]; }
 };
 /// Matches round t of `s` (every rank's ops at t; peers must be ranks in [0, p)) into `m`,
-/// reusing its storage. O(n log n) in the round's transfers. Returns m.complete: whether
+/// reusing its storage. O(n) when no rank posts more than 8 ops in the round (a direct
+/// search of both ranks' ops), else O(n log n) (sorting the round's transfers). Returns m.complete: whether
 /// every send and receive of the round has its counterpart.
 bool match_round(const Schedule& s, int64_t t, RoundMatching& m);
 

@@ -39,7 +39,10 @@ TEST_CASE("match_round pairs the k-th send of x to y with the k-th receive of y 
     s.num_rounds = 1;
     std::vector<RoundOps> built(size_t(s.p));  // round 0 of each rank
     // Balanced traffic, then (in half the trials) one op removed: an unmatched transfer.
-    for (int m = 0; m < 8; ++m) {
+    // Few messages (every rank posts at most a handful of ops: match_round's direct
+    // search) or many (some rank posts more than 8: its sorting path).
+    const int messages = trial % 3 == 0 ? 40 : 5;
+    for (int m = 0; m < messages; ++m) {
       const int64_t x = int64_t(rng() % uint64_t(s.p));
       int64_t y = int64_t(rng() % uint64_t(s.p - 1));
       if (y >= x) ++y;
@@ -88,6 +91,60 @@ TEST_CASE("match_round pairs the k-th send of x to y with the k-th receive of y 
         }
       CHECK(found);
     }
+  }
+}
+
+TEST_CASE("BlockSetRef: equal ids exactly for equal sets, and the set read back") {
+  // Oracle: BlockSet's own equality, on random unions of ranges and strides.
+  std::mt19937 rng(777);
+  std::vector<BlockSet> sets;
+  std::vector<BlockSetRef> refs;
+  for (int i = 0; i < 400; ++i) {
+    const int64_t B = 1 + int64_t(rng() % 40);
+    BlockSet b;
+    for (int k = int(rng() % 3); k >= 0; --k) {
+      const int64_t a = int64_t(rng() % uint64_t(B)), len = int64_t(rng() % uint64_t(B - a + 1));
+      b = b | (rng() % 2 ? BlockSet::range(a, a + len, B) : BlockSet::stride(a, 2, std::min<int64_t>(len, B), B));
+    }
+    sets.push_back(b);
+    refs.emplace_back(b);
+  }
+  for (size_t i = 0; i < sets.size(); ++i) {
+    CHECK(refs[i].get() == sets[i]);
+    CHECK(refs[i].size() == sets[i].size());
+    for (size_t j = 0; j < sets.size(); j += 7) CHECK((refs[i] == refs[j]) == (sets[i] == sets[j]));
+  }
+  const size_t n = interned_block_sets();  // interning a set again adds nothing
+  for (const BlockSet& b : sets) CHECK(BlockSetRef(b) == BlockSetRef(b));
+  CHECK(interned_block_sets() == n);
+  CHECK(BlockSetRef().empty());
+  CHECK(BlockSetRef(BlockSet()) == BlockSetRef());
+}
+
+TEST_CASE("RankRounds: round t of the array is the t-th round given; add() appends to one round") {
+  std::mt19937 rng(99);
+  std::vector<RoundOps> given(6);
+  for (size_t t = 0; t < given.size(); ++t)
+    for (int k = int(rng() % 4); k > 0; --k) given[t].push_back(SendOp{int64_t(rng() % 9), BlockSet::block(int64_t(t), 8)});
+  RankRounds rr(given);
+  auto same = [&]() {
+    REQUIRE(rr.size() == given.size());
+    size_t t = 0;
+    for (const Round rd : rr) {
+      REQUIRE(rd.size() == given[t].size());
+      for (size_t i = 0; i < rd.size(); ++i) {
+        CHECK(peer_of(rd[i]) == peer_of(given[t][i]));
+        CHECK(blocks_of(rd[i]) == blocks_of(given[t][i]));
+      }
+      ++t;
+    }
+  };
+  same();
+  for (size_t t : {size_t(0), size_t(3), size_t(5), size_t(3)}) {
+    const Op op = RecvOp{int64_t(t), BlockSet::all(8), true};
+    given[t].push_back(op);
+    rr.add(t, op);
+    same();
   }
 }
 
