@@ -6,9 +6,9 @@
 // rounds into the Schedule (docs/architecture.md, "One round pipeline").
 #include "instantiate.h"
 
-#include <memory>
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <memory>
 
 namespace bine {
 namespace {
@@ -189,37 +188,36 @@ class Matrix {
  public:
   void assign(size_t rows, size_t cols, const T& v) {
     cols_ = cols;
-    rows_ = rows;
     a_.assign(rows * cols, v);
   }
   T* operator[](size_t r) { return a_.data() + r * cols_; }
   const T* operator[](size_t r) const { return a_.data() + r * cols_; }
-  size_t rows() const { return rows_; }
   size_t cols() const { return cols_; }
 
  private:
   std::vector<T> a_;
-  size_t rows_ = 0, cols_ = 0;
+  size_t cols_ = 0;
 };
 
-/// A vector in chunks of 2^16 elements: growing it never copies, so its peak is its size
-/// (a std::vector's doubling holds old and new arrays at once: at p = 2^20 the terms of a
-/// Bine allreduce are 336 MB).
+/// A vector in chunks of 2^16 elements: growing it copies at most one chunk, so its peak
+/// is its size plus a chunk (a std::vector's doubling holds old and new arrays at once: at
+/// p = 2^20 the terms of a Bine allreduce are 336 MB). A chunk grows like a vector, so a
+/// small instance allocates little.
 template <class T>
 class ChunkedVector {
  public:
   size_t size() const { return n_; }
   void push_back(const T& v) {
-    if ((n_ & kMask) == 0) chunks_.emplace_back(new T[kChunk]);
-    chunks_.back()[n_ & kMask] = v;
+    if ((n_ & kMask) == 0) chunks_.emplace_back();
+    chunks_.back().push_back(v);
     ++n_;
   }
   T& operator[](size_t i) { return chunks_[i >> kShift][i & kMask]; }
   const T& operator[](size_t i) const { return chunks_[i >> kShift][i & kMask]; }
 
  private:
-  static constexpr size_t kShift = 16, kChunk = size_t(1) << kShift, kMask = kChunk - 1;
-  std::vector<std::unique_ptr<T[]>> chunks_;
+  static constexpr size_t kShift = 16, kMask = (size_t(1) << kShift) - 1;
+  std::vector<std::vector<T>> chunks_;
   size_t n_ = 0;
 };
 
@@ -527,8 +525,8 @@ class Verifier {
     if (i < s_.blocks) return "block " + std::to_string(i);
     return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
   }
-  /// Whether matched sends and receives of round t agree on sizes; say: report the first
-  /// mismatch (rank order) becomes the error.
+  /// Whether matched sends and receives of round t agree on sizes; with `say`, the first
+  /// mismatch (in rank order) is reported as the error.
   bool check_sizes(int64_t t, bool say) {
     for (int64_t x = 0; x < s_.p; ++x) {
       const Round& rd = s_.ranks[size_t(x)][size_t(t)];
