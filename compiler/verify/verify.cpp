@@ -605,16 +605,11 @@ class Verifier {
     const int32_t x = terms_[size_t(a)].block, y = terms_[size_t(b)].block;
     return x != y && x != -2 && y != -2;
   }
-  /// Terms a and b share a leaf rank: reducing them would count a contribution twice.
-  /// Remembers the union for combine().
-  bool overlaps(int32_t a, int32_t b) {
-    union_of_[0] = terms_[size_t(a)].set;
-    union_of_[1] = terms_[size_t(b)].set;
-    union_ = sets_.unite(union_of_[0], union_of_[1]);
-    return union_ == kNone;
-  }
+  /// The union of the leaf sets of terms a and b (a RankSets id), or kNone when they share
+  /// a leaf rank (reducing them would count a contribution twice); combine() takes it, so each reduction unites its operands once.
+  int32_t leaf_union(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set); }
   static uint64_t cons_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
-  int32_t combine(int32_t a, int32_t b) {
+  int32_t combine(int32_t a, int32_t b, int32_t leaves) {
     const uint64_t key = cons_key(a, b);
     if (const int32_t* hit = consed_.find(key)) return *hit;
     const Term& x = terms_[size_t(a)];
@@ -626,9 +621,7 @@ class Verifier {
     t.lo = std::min(x.lo, y.lo);
     t.hi = std::max(x.hi, y.hi);
     t.count = x.count + y.count;
-    // disjoint: the caller checked overlaps(), which united them
-    const bool same = (union_of_[0] == x.set && union_of_[1] == y.set) || (union_of_[0] == y.set && union_of_[1] == x.set);
-    t.set = same ? union_ : sets_.unite(x.set, y.set);
+    t.set = leaves;  // leaf_union(a, b): disjoint, the caller checked
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
     const int32_t id = int32_t(terms_.size());
     terms_.push_back(t);
@@ -756,7 +749,8 @@ class Verifier {
                        K::no_data, y, t, b, x, true);
                 return false;
               }
-              if (overlaps(o, v)) {
+              const int32_t leaves = leaf_union(o, v);
+              if (leaves == kNone) {
                 const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
                 Diagnostic& d = record(report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
                                                               (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " to block " +
@@ -776,7 +770,7 @@ class Verifier {
                 add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
                 return false;
               }
-              nv = received_is_left_operand(x, y) ? combine(v, o) : combine(o, v);
+              nv = received_is_left_operand(x, y) ? combine(v, o, leaves) : combine(o, v, leaves);
               if (prev >= 0) {
                 ups[size_t(prev)].term = nv;
                 ups[size_t(prev)].origin = &rv->origin.get();
@@ -854,7 +848,8 @@ class Verifier {
                    K::no_data, y, t, d);
             return false;
           }
-          if (overlaps(o, v)) {
+          const int32_t leaves = leaf_union(o, v);
+          if (leaves == kNone) {
             const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
             record(report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
                                      " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
@@ -869,7 +864,7 @@ class Verifier {
                    K::wrong_data, y, t, d);
             return false;
           }
-          nv = combine(v, o);
+          nv = combine(v, o, leaves);
         }
         st[size_t(d)] = nv;
         writer_[size_t(y)][size_t(d)] = {t, &lo.origin.get()};
@@ -896,7 +891,7 @@ class Verifier {
     const int32_t id = state_[size_t(x)][size_t(b)];
     if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(b));
     const Term& t = terms_[size_t(id)];
-    // Every reduction checked its operands disjoint (overlaps()), so the leaves are
+    // Every reduction checked its operands disjoint (leaf_union()), so the leaves are
     // distinct ranks and the set says exactly which.
     const bool exact_ok = t.count == n && sets_.is_all(t.set, n);
     if (t.block != b) {
@@ -907,7 +902,7 @@ class Verifier {
       return false;
     }
     if (!exact_ok) {
-      // Leaves are distinct ranks (overlaps() refused every repeat), so a wrong set either
+      // Leaves are distinct ranks (leaf_union() refused every repeat), so a wrong set either
       // lacks ranks of [0, n) or has ranks beyond the prefix (scan, exscan).
       const std::vector<int64_t> lost = sets_.complement(t.set, n), extra = sets_.from(t.set, n);
       std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
@@ -1051,8 +1046,6 @@ class Verifier {
   ChunkedVector<Term> terms_;
   std::vector<int32_t> leaves_;
   FlatMap consed_;
-  int32_t union_of_[2] = {kNone, kNone};  ///< the sets overlaps() last united
-  int32_t union_ = kNone;                 ///< and their union
   std::vector<Update> ups_;        ///< step(): the round's updates (reused)
   std::vector<RoundMatching> match_;  ///< [round] every round's matching, after a failure (all_rounds_)
   bool all_rounds_ = false;
