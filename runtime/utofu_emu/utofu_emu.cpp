@@ -4,8 +4,8 @@
 // Model. Every process of MPI_COMM_WORLD is a node with 6 TNIs. MPI_Init / MPI_Init_thread
 // are intercepted (the MPI profiling interface) to map one shared-memory segment
 // (MPI_Win_allocate_shared over MPI_COMM_WORLD); it holds, per destination rank, its table of
-// registered regions (read by senders to check a remote stadd) and, per (source, destination)
-// pair, a single-producer single-consumer byte ring: the wire. A put is a descriptor in the
+// registered regions (read by senders to check a remote stadd) and, per (source, source TNI,
+// destination), a single-producer single-consumer byte ring: the wire. A put is a descriptor in the
 // sender's transmit order queue (TOQ, kToqDepth entries: a full TOQ is UTOFU_ERR_BUSY); the
 // sender's progress moves descriptors in order onto the ring towards their destination
 // (chunked, so a put of any length passes a ring of any size), the receiver's progress lands
@@ -16,12 +16,17 @@
 // never calls uTofu does not land data: a documented limit). A put is locally complete
 // (TCQ notice with its cbdata, LCL_PUT notice) once its last byte is on the ring.
 //
-// Order: puts from one VCQ to one destination land in posting order (one ring per pair, the
-// uTofu guarantee under STRONG_ORDER); puts from different sources land in any order. The
+// Order: puts from one VCQ to one destination land in posting order (one ring per source
+// TNI and destination: the uTofu guarantee under STRONG_ORDER, for one VCQ pair); puts from
+// different sources, or from different TNIs of one source, land in any order (the receiver
+// serves its wires one after the other). The
 // stress mode (environment BINE_UTOFU_EMU_STRESS=seed) makes that order adversarial: the
-// receiver drains its rings in a random order, skips a random subset on each progress call
-// and lands at most a random number of chunks per ring, so a put from a fast source can land
-// long before an earlier put from a slow one.
+// receiver drains its rings in a random order, holds each ring for a random number (0..63)
+// of progress calls after serving it and lands at most a random number of chunks per ring,
+// so a put from a fast source (or TNI) can land long before an earlier put from a slow one;
+// and the sender serves its VCQs in a random
+// order, a few puts each, so puts posted on different VCQs (TNIs) towards one destination
+// also land in an order their posting did not fix.
 //
 // Limits, as measured on Fugaku (bine-cc ../shared/docs/backend-apis.md): max_putget_size
 // 16777215 B, max_piggyback_size 32 B, max_edata_size 1 B (edata 0..255), 6 TNIs,
@@ -68,7 +73,7 @@ struct ChunkHeader {                     // on the ring, followed by `length` by
   uint32_t last_notice;                  // bit 0: last chunk; bit 1: REMOTE_MRQ_NOTICE
 };
 
-struct RingCtl {                         // one per (source, destination), in shared memory
+struct RingCtl {                         // one per (source, source TNI, destination), in shared memory
   alignas(64) std::atomic<uint64_t> head;  // consumer position (bytes)
   alignas(64) std::atomic<uint64_t> tail;  // producer position (bytes)
 };
@@ -98,28 +103,30 @@ struct Emu {
   bool ready = false;
   int rank = 0, size = 1;
   MPI_Win win = MPI_WIN_NULL;
-  size_t ring_bytes = 1 << 17;
+  size_t ring_bytes = 24 << 10;  // per (source, TNI, destination): 144 KiB per pair in all
   size_t toq_depth = 64;
   std::vector<unsigned char*> seg;       // every rank's segment base in this process
   std::vector<void*> region_addr;        // this process's regions (local addresses)
   std::vector<std::unique_ptr<Vcq>> vcqs;  // index tni * kMaxCqPerTni + cq
   bool stress = false;
   std::mt19937_64 rng;
+  uint64_t puts_per_tni[kNumTnis] = {};  // puts posted by this process, per TNI (bine_utofu_emu_puts_per_tni)
   utofu_onesided_caps caps{};
 };
 
 Emu g;
 
 size_t segment_bytes(size_t nranks, size_t ring) {
-  return sizeof(RegionEntry) * kMaxRegions + nranks * (sizeof(RingCtl) + ring);
+  return sizeof(RegionEntry) * kMaxRegions + nranks * kNumTnis * (sizeof(RingCtl) + ring);
 }
 RegionEntry* regions_of(int rank) { return reinterpret_cast<RegionEntry*>(g.seg[rank]); }
-// The ring carrying bytes from `src` to `dst` lives in dst's segment.
-RingCtl* ring_ctl(int src, int dst) {
+// The ring carrying bytes from TNI `tni` of `src` to `dst` lives in dst's segment (one wire
+// per TNI: puts on different TNIs are not ordered, as on the network).
+RingCtl* ring_ctl(int src, int tni, int dst) {
   unsigned char* base = g.seg[dst] + sizeof(RegionEntry) * kMaxRegions;
-  return reinterpret_cast<RingCtl*>(base + size_t(src) * (sizeof(RingCtl) + g.ring_bytes));
+  return reinterpret_cast<RingCtl*>(base + size_t(src * kNumTnis + tni) * (sizeof(RingCtl) + g.ring_bytes));
 }
-unsigned char* ring_data(int src, int dst) { return reinterpret_cast<unsigned char*>(ring_ctl(src, dst) + 1); }
+unsigned char* ring_data(int src, int tni, int dst) { return reinterpret_cast<unsigned char*>(ring_ctl(src, tni, dst) + 1); }
 
 void ring_write(unsigned char* data, uint64_t pos, const void* from, size_t n) {
   const size_t cap = g.ring_bytes, at = size_t(pos % cap), first = std::min(n, cap - at);
@@ -158,18 +165,18 @@ bool stadd_ok(int rank, utofu_stadd_t stadd, size_t length, bool write) {
   return !(write && (e.flags.load(std::memory_order_relaxed) & UTOFU_REG_MEM_FLAG_READ_ONLY));
 }
 
-// Moves the TOQ onto the wire, in order per destination.
-void push_toq(Vcq& v) {
+// Moves the TOQ onto the wire, in order per destination; at most `budget` puts finish.
+void push_toq(Vcq& v, size_t budget = size_t(-1)) {
   static std::vector<char> blocked;
   blocked.assign(size_t(g.size), 0);
-  for (auto it = v.toq.begin(); it != v.toq.end();) {
+  for (auto it = v.toq.begin(); it != v.toq.end() && budget > 0;) {
     Descriptor& d = *it;
     if (blocked[size_t(d.dst_rank)]) {
       ++it;
       continue;
     }
-    RingCtl* ctl = ring_ctl(g.rank, d.dst_rank);
-    unsigned char* data = ring_data(g.rank, d.dst_rank);
+    RingCtl* ctl = ring_ctl(g.rank, v.tni, d.dst_rank);
+    unsigned char* data = ring_data(g.rank, v.tni, d.dst_rank);
     uint64_t tail = ctl->tail.load(std::memory_order_relaxed);
     const uint64_t head = ctl->head.load(std::memory_order_acquire);
     bool done = false;
@@ -208,20 +215,29 @@ void push_toq(Vcq& v) {
       v.mrq.push_back(n);
     }
     it = v.toq.erase(it);
+    --budget;
   }
 }
 
 // Lands what arrived on this process's inbound rings.
 void drain_rings() {
-  static std::vector<int> order;
-  order.resize(size_t(g.size));
-  for (int i = 0; i < g.size; ++i) order[size_t(i)] = i;
+  static std::vector<int> order;  // src * kNumTnis + tni
+  static std::vector<uint32_t> hold;  // stress: progress calls a wire still waits
+  order.resize(size_t(g.size * kNumTnis));
+  hold.resize(order.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
   if (g.stress) std::shuffle(order.begin(), order.end(), g.rng);
-  for (int src : order) {
-    if (g.stress && (g.rng() & 1)) continue;  // this source is slow this time
+  for (int wire : order) {
+    if (g.stress) {  // this wire is slow: it lands nothing for the next 0..63 calls
+      if (hold[size_t(wire)] > 0) {
+        --hold[size_t(wire)];
+        continue;
+      }
+      hold[size_t(wire)] = uint32_t(g.rng() % 64);
+    }
     size_t budget = g.stress ? size_t(1 + g.rng() % 3) : size_t(-1);
-    RingCtl* ctl = ring_ctl(src, g.rank);
-    const unsigned char* data = ring_data(src, g.rank);
+    RingCtl* ctl = ring_ctl(wire / kNumTnis, wire % kNumTnis, g.rank);
+    const unsigned char* data = ring_data(wire / kNumTnis, wire % kNumTnis, g.rank);
     uint64_t head = ctl->head.load(std::memory_order_relaxed);
     const uint64_t tail = ctl->tail.load(std::memory_order_acquire);
     while (head < tail && budget-- > 0) {
@@ -250,9 +266,22 @@ void drain_rings() {
   }
 }
 
+// The stress mode also interleaves the VCQs of one process adversarially: they are served
+// in a random order and each finishes at most 1-2 puts per call, so puts posted on
+// different VCQs (TNIs) to one destination land in an order their posting did not fix
+// (STRONG_ORDER holds per VCQ pair only). Without it, VCQs are served in index order.
 void progress() {
-  for (auto& v : g.vcqs)
-    if (v && v->live) push_toq(*v);
+  if (!g.stress) {
+    for (auto& v : g.vcqs)
+      if (v && v->live) push_toq(*v);
+  } else {
+    static std::vector<size_t> order;
+    order.resize(g.vcqs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), g.rng);
+    for (size_t i : order)
+      if (g.vcqs[i] && g.vcqs[i]->live) push_toq(*g.vcqs[i], size_t(1 + g.rng() % 2));
+  }
   drain_rings();
 }
 
@@ -287,7 +316,8 @@ int post(utofu_vcq_hdl_t h, utofu_vcq_id_t rmt, const void* src, bool piggyback,
   d.cbdata = cbdata;
   v->toq.push_back(d);
   ++v->in_flight;
-  push_toq(*v);
+  ++g.puts_per_tni[size_t(v->tni)];
+  if (!g.stress) push_toq(*v);  // stress: the next progress() serves the VCQs in a random order
   return UTOFU_SUCCESS;
 }
 
@@ -552,6 +582,14 @@ int utofu_query_num_unread_mrq(utofu_vcq_hdl_t vcq_hdl, size_t* count) {
   if (!count) return UTOFU_ERR_INVALID_POINTER;
   *count = v->mrq.size();
   return UTOFU_SUCCESS;
+}
+
+// Not uTofu: a test hook of the emulation (declared by the tests that use it). Copies the
+// number of puts (utofu_put and utofu_put_piggyback) this process has posted on each of
+// its 6 TNIs since MPI_Init into counts[0..5]; returns the number of TNIs.
+int bine_utofu_emu_puts_per_tni(uint64_t counts[]) {
+  for (int i = 0; i < kNumTnis; ++i) counts[i] = g.puts_per_tni[i];
+  return kNumTnis;
 }
 
 }  // extern "C"

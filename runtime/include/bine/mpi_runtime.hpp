@@ -310,6 +310,11 @@ struct RoundPlan {
   std::vector<LocalPlan> locals; ///< applied after the receives, in program order
   std::vector<std::vector<int64_t>> perms;  ///< block permutations (block j -> perm[j]), applied last
   uint64_t piece = 0;            ///< elements per message piece (segmentation, kMaxChunk)
+  /// The round's step for the transport (Transport::begin_step): the rank's count of rounds
+  /// before it in the call, empty ones included, which is the instance round the verifier
+  /// matched its transfers in; UINT32_MAX for a two-one fold epilogue (the instance's last
+  /// round, which ranks the fold eliminated reach without the body's rounds).
+  uint32_t step = 0;
 };
 /// A persistent plan: every round one rank runs in one call of a generated collective,
 /// resolved, plus the `scratch` buffer count. Replaying it is the call without the
@@ -1342,7 +1347,12 @@ class BasicContext {
   /// a RoundPlan, then run).
   struct Sink {
     BasicContext* cx;
-    int round(RoundKind, std::vector<RoundOp>& ops) { return ops.empty() ? MPI_SUCCESS : cx->execute(ops); }
+    uint32_t next_step = 0;  ///< rounds seen so far in this call
+    int round(RoundKind kind, std::vector<RoundOp>& ops) {
+      const uint32_t step = kind == RoundKind::fold_epilogue ? UINT32_MAX : next_step;
+      ++next_step;
+      return ops.empty() ? MPI_SUCCESS : cx->execute(ops, step);
+    }
     void replay(int64_t) {}
     int fold_error(const FoldRoundError&) {
       return cx->fail(MPI_ERR_OTHER, "internal error: a fold 3-2 body round the compiler rejects");
@@ -1934,6 +1944,7 @@ class BasicContext {
   /// Packs and posts a round's transfers in order; with `fast`, only packs and records each
   /// transfer's address in fast_base (the caller makes the one blocking call).
   int post_round(const RoundPlan& rp, bool fast, char* fast_base[2]) {
+    transport_.begin_step(rp.step);
     if (direct_v_) return post_direct(rp);
     char* const buf = static_cast<char*>(buf_);
     for (const XferPlan& x : rp.xfers) {
@@ -2062,10 +2073,11 @@ class BasicContext {
   /// Posts one round's ops, waits for them, then applies its reductions, local statements
   /// and permutations: compile_round() then run_round(); a recording call keeps the
   /// compiled round for its plan.
-  int execute(const std::vector<RoundOp>& posts) {
+  int execute(const std::vector<RoundOp>& posts, uint32_t step) {
     RoundPlan local;
     RoundPlan& rp = plan_rec_ ? plan_rec_->rounds.emplace_back() : local;
     int rc = compile_round(posts, rp);
+    rp.step = step;
     if (rc == MPI_SUCCESS && !dry_) rc = run_round(rp);
     if (rc == MPI_SUCCESS) rc = fail_domain();
     if (rc != MPI_SUCCESS) plan_rec_.reset();  // a failed call leaves no plan

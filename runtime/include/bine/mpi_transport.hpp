@@ -21,6 +21,12 @@
 //                                           transport without tags serializes instead
 //   static constexpr bool kConcurrent       whether calls in flight at once on one
 //                                           communicator are kept apart (by tag)
+//   void begin_step(uint32_t step)          the round whose transfers are posted next: the
+//                                           rank's count of rounds before it in the call
+//                                           (the instance round the verifier matched them
+//                                           in), UINT32_MAX for a two-one fold epilogue
+//                                           (the last round); MPI ignores it, uTofu tags
+//                                           puts with it (edata)
 //   int send(const void* data, int count, int peer)
 //   int recv(void* data, int count, int peer)
 //   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer)
@@ -65,6 +71,7 @@ class MpiTransport {
   static constexpr bool kConcurrent = true;
   static Request null_request() { return MPI_REQUEST_NULL; }
   void set_tag(int tag) { tag_ = tag; }
+  void begin_step(uint32_t) {}  ///< MPI matches by (peer, tag, posting order): no step needed
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     comm_ = comm;
     type_ = type;

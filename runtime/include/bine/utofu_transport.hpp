@@ -12,26 +12,38 @@
 // destination d is cut into pieces of at most kPieceBytes (the message, in posting order);
 // piece k lands in d's staging area of s at the stream position modulo kStagingBytes (a piece
 // that would cross the end starts again at 0; both sides apply the same rule, so the sender
-// computes the address alone). The receiver counts RMT_PUT notices per source (edata = the
-// piece number modulo 256, checked: a lost or reordered piece is an error), copies each
-// arrived piece into the posted receive buffer, and returns a credit (the stream position it
-// has consumed) with an 8-byte piggyback put into the sender's credit slot. A sender writes
-// a piece only when it lies within kStagingBytes of that credit: no two puts in flight
-// overlap, and nothing is overwritten before the receiver has consumed it, within a call and
-// across calls (the fast-sender hazard).
+// computes the address alone). The receiver reads RMT_PUT notices per source (edata = the
+// step tag of the piece's round, checked against the round of the receive it fills: a
+// piece of another round is an error), copies each arrived piece into the posted receive
+// buffer, and returns a credit (the stream position it has consumed) with an 8-byte
+// piggyback put into the sender's credit slot. A sender writes a piece only when it lies
+// within kStagingBytes of that credit: no two puts in flight overlap, and nothing is
+// overwritten before the receiver has consumed it, within a call and across calls (the
+// fast-sender hazard).
+//
+// Ports (docs/utofu.md, "Multi-port"). A communicator has one VCQ on each of up to
+// kMaxPorts TNIs. In each round the sender gives its peers ports in the order of its first
+// send to each (the i-th peer: port i mod ports), so a round's messages to different peers
+// leave on different TNIs, as in the Fugaku Bine implementation's one TNI per slice. uTofu
+// orders puts only per VCQ pair (STRONG_ORDER), and the stream from s to d relies on order,
+// so the stream changes port only when it is drained (every byte sent to d consumed, by
+// d's credit, and nothing queued); otherwise a message keeps its stream's port. Credits go
+// over port 0 (a credit landing after a newer one would stall the sender).
 //
 // An empty message (a barrier's) carries one token byte, so that its receive completes
 // only when the sender has posted it; the byte is discarded.
 //
-// Resources: one VCQ per communicator (TNI 0), cached as an MPI attribute and freed (VCQ,
-// registrations) when the communicator is freed; send buffers of more than 32 B are
-// registered for the time of their puts.
+// Resources: one VCQ per port and communicator, cached as an MPI attribute and freed (VCQs,
+// registrations) when the communicator is freed; the staging area is registered on every
+// port's VCQ, the credit slots on port 0's; send buffers of more than 32 B are registered
+// on their port's VCQ for the time of their puts.
 #pragma once
 #include <mpi.h>
 #include <utofu.h>
 
 #include <cstdint>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -47,6 +59,17 @@ inline constexpr uint64_t kStagingBytes = uint64_t(1) << 18;  ///< per (communic
 #endif
 inline constexpr uint64_t kPieceBytes = kStagingBytes / 4 > 0 ? kStagingBytes / 4 : 1;
 inline constexpr uint64_t kPiggybackBytes = 32;
+#ifdef BINE_UTOFU_PORTS
+inline constexpr int kMaxPorts = BINE_UTOFU_PORTS;  ///< TNIs a communicator uses (at most the node's)
+#else
+inline constexpr int kMaxPorts = 6;  ///< Fugaku: 6 TNIs per node, the Bine implementation's 6 ports
+#endif
+static_assert(kMaxPorts >= 1 && kMaxPorts <= 6, "uTofu nodes have at most 6 TNIs");
+/// edata of a two-one fold's epilogue round (the instance's last, which a rank eliminated by
+/// the fold reaches without counting the body's rounds); any other round r is r mod 255.
+inline constexpr uint64_t kLastStepTag = 255;
+/// The step tag (edata, 0..255) of round `step` (begin_step()).
+inline constexpr uint64_t step_tag(uint32_t step) { return step == UINT32_MAX ? kLastStepTag : step % 255; }
 inline constexpr unsigned long kPutFlags =
     UTOFU_ONESIDED_FLAG_TCQ_NOTICE | UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE | UTOFU_ONESIDED_FLAG_STRONG_ORDER;
 static_assert(kPieceBytes <= 16777215, "a piece is one put: at most max_putget_size");
@@ -66,23 +89,46 @@ inline uint64_t place_piece(uint64_t& pos, uint64_t bytes) {
 /// The uTofu state of one communicator (created collectively at its first use).
 struct Channel {
   int rank = 0, size = 1;
-  utofu_vcq_hdl_t vcq = 0;
-  std::vector<utofu_vcq_id_t> peer_vcq;
-  std::unordered_map<utofu_vcq_id_t, int> rank_of;  ///< a notice's source VCQ -> rank
+  int ports = 1;                                    ///< VCQs (TNIs) in use: min(kMaxPorts, the node's)
+  utofu_vcq_hdl_t vcq[kMaxPorts] = {};              ///< port i's VCQ (on one-sided TNI i)
+  std::vector<utofu_vcq_id_t> peer_vcq;             ///< [rank * ports + port]
+  std::unordered_map<utofu_vcq_id_t, int> rank_of;  ///< a notice's source VCQ (any port) -> rank
   std::vector<unsigned char> staging;               ///< size * kStagingBytes
   std::vector<uint64_t> credit;                     ///< credit[d]: d consumed this much of my stream
-  utofu_stadd_t staging_stadd = 0, credit_stadd = 0;
-  std::vector<utofu_stadd_t> peer_staging, peer_credit;
+  utofu_stadd_t staging_stadd[kMaxPorts] = {}, credit_stadd = 0;
+  std::vector<utofu_stadd_t> peer_staging;          ///< [rank * ports + port]
+  std::vector<utofu_stadd_t> peer_credit;
   std::vector<uint64_t> sent, consumed;     ///< stream positions, per peer (out / in)
-  std::vector<uint64_t> credit_out;         ///< the consumed position last returned
-  std::vector<uint32_t> send_seq, recv_seq; ///< pieces posted / arrived, per peer
-  std::vector<int64_t> arrived;             ///< pieces arrived and not yet consumed
+  std::vector<uint8_t> port;                ///< the port of the stream to each peer (its last message's)
+  std::vector<std::deque<uint8_t>> arrived; ///< per source: step tags of the pieces arrived, not yet consumed
   uint64_t credit_value[1] = {0};
+  /// Frees the VCQs and registrations, after waiting (at most 10 s, and only while uTofu
+  /// answers) until every piece this rank put was consumed: a receiver returns a credit
+  /// after its last piece, and a credit put into a deregistered slot fails at the receiver
+  /// (found by tests/utofu/transport_test.cpp, a rank freeing the communicator at once).
   ~Channel() {
-    if (!vcq) return;
-    if (staging_stadd) utofu_dereg_mem(vcq, staging_stadd, 0);
-    if (credit_stadd) utofu_dereg_mem(vcq, credit_stadd, 0);
-    utofu_free_vcq(vcq);
+    if (vcq[0]) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      bool live = true;
+      for (size_t d = 0; live && d < sent.size(); ++d)
+        while (live && __atomic_load_n(&credit[d], __ATOMIC_ACQUIRE) != sent[d] && std::chrono::steady_clock::now() < until) {
+          void* cb = nullptr;
+          utofu_mrq_notice n;
+          for (int i = 0; live && i < ports; ++i) {
+            int rc;
+            while ((rc = utofu_poll_tcq(vcq[i], 0, &cb)) == UTOFU_SUCCESS) {}
+            live = rc == UTOFU_ERR_NOT_FOUND;
+            while (live && (rc = utofu_poll_mrq(vcq[i], 0, &n)) == UTOFU_SUCCESS) {}
+            live = live && rc == UTOFU_ERR_NOT_FOUND;
+          }
+        }
+    }
+    for (int i = 0; i < ports; ++i) {
+      if (!vcq[i]) continue;
+      if (staging_stadd[i]) utofu_dereg_mem(vcq[i], staging_stadd[i], 0);
+      if (i == 0 && credit_stadd) utofu_dereg_mem(vcq[0], credit_stadd, 0);
+      utofu_free_vcq(vcq[i]);
+    }
   }
 };
 
@@ -95,6 +141,13 @@ class UtofuTransport {
   static constexpr bool kConcurrent = false;
   static Request null_request() { return -1; }
   void set_tag(int) {}
+  /// The round whose transfers follow: the rank's round count in the call, or UINT32_MAX
+  /// for a two-one fold epilogue (mpi_runtime.hpp). Its tag is the edata of their pieces.
+  void begin_step(uint32_t step) {
+    tag_ = uint8_t(step_tag(step));
+    ++step_seq_;
+    next_port_ = 0;
+  }
 
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     type_ = type;
@@ -184,6 +237,8 @@ class UtofuTransport {
  private:
   struct Op {
     bool is_send = false, done = false;
+    uint8_t tag = 0;                ///< the step tag of its round
+    uint8_t port = 0;               ///< a send's port (VCQ) for all its pieces
     int peer = 0;
     unsigned char* data = nullptr;
     uint64_t bytes = 0, sent = 0;  ///< sent: bytes put (send) or copied out (recv)
@@ -222,41 +277,52 @@ class UtofuTransport {
     size_t ntni = 0;
     rc = utofu_get_onesided_tnis(&tnis, &ntni);
     if (rc == UTOFU_SUCCESS && ntni == 0) rc = UTOFU_ERR_NOT_AVAILABLE;
-    if (rc == UTOFU_SUCCESS) rc = utofu_create_vcq(tnis[0], 0, &c->vcq);
+    // Every rank uses the same number of ports (the least of kMaxPorts and the node's TNIs:
+    // the same on every node of one machine).
+    c->ports = rc == UTOFU_SUCCESS ? int(std::min<size_t>(size_t(kMaxPorts), ntni)) : 1;
+    const size_t P = size_t(c->ports);
+    for (size_t i = 0; rc == UTOFU_SUCCESS && i < P; ++i) rc = utofu_create_vcq(tnis[i], 0, &c->vcq[i]);
     std::free(tnis);
-    utofu_vcq_id_t me = 0;
     c->staging.assign(p * kStagingBytes, 0);
     c->credit.assign(p, 0);
-    if (rc == UTOFU_SUCCESS) rc = utofu_query_vcq_id(c->vcq, &me);
-    if (rc == UTOFU_SUCCESS) rc = utofu_reg_mem(c->vcq, c->staging.data(), c->staging.size(), 0, &c->staging_stadd);
+    // Bootstrap: every rank learns every rank's VCQ id and staging stadd per port, its
+    // credit stadd, and whether all succeeded.
+    const size_t W = 2 * P + 2;
+    std::vector<uint64_t> mine(W, 0), all(W * p);
+    for (size_t i = 0; rc == UTOFU_SUCCESS && i < P; ++i) {
+      utofu_vcq_id_t id = 0;
+      rc = utofu_query_vcq_id(c->vcq[i], &id);
+      if (rc == UTOFU_SUCCESS) rc = utofu_reg_mem(c->vcq[i], c->staging.data(), c->staging.size(), 0, &c->staging_stadd[i]);
+      mine[2 * i] = id;
+      mine[2 * i + 1] = c->staging_stadd[i];
+    }
     if (rc == UTOFU_SUCCESS)
-      rc = utofu_reg_mem(c->vcq, c->credit.data(), c->credit.size() * sizeof(uint64_t), 0, &c->credit_stadd);
-    // Bootstrap: every rank learns every rank's VCQ id and stadds, and whether all succeeded.
-    uint64_t mine[4] = {me, c->staging_stadd, c->credit_stadd, uint64_t(rc == UTOFU_SUCCESS ? 0 : 1)};
-    std::vector<uint64_t> all(4 * p);
-    int mrc = MPI_Allgather(mine, 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm);
+      rc = utofu_reg_mem(c->vcq[0], c->credit.data(), c->credit.size() * sizeof(uint64_t), 0, &c->credit_stadd);
+    mine[2 * P] = c->credit_stadd;
+    mine[2 * P + 1] = uint64_t(rc == UTOFU_SUCCESS ? 0 : 1);
+    int mrc = MPI_Allgather(mine.data(), int(W), MPI_UINT64_T, all.data(), int(W), MPI_UINT64_T, comm);
     bool ok = mrc == MPI_SUCCESS;
-    for (size_t i = 0; ok && i < p; ++i) ok = all[4 * i + 3] == 0;
+    for (size_t i = 0; ok && i < p; ++i) ok = all[W * i + W - 1] == 0;
     if (!ok) {
       delete c;
       return mrc != MPI_SUCCESS ? mrc : MPI_ERR_OTHER;
     }
-    c->peer_vcq.resize(p);
-    c->peer_staging.resize(p);
+    c->peer_vcq.resize(p * P);
+    c->peer_staging.resize(p * P);
     c->peer_credit.resize(p);
     for (size_t i = 0; i < p; ++i) {
-      c->peer_vcq[i] = all[4 * i];
-      utofu_set_vcq_id_path(&c->peer_vcq[i], nullptr);
-      c->rank_of[all[4 * i]] = int(i);
-      c->peer_staging[i] = all[4 * i + 1];
-      c->peer_credit[i] = all[4 * i + 2];
+      for (size_t k = 0; k < P; ++k) {
+        c->peer_vcq[i * P + k] = all[W * i + 2 * k];
+        utofu_set_vcq_id_path(&c->peer_vcq[i * P + k], nullptr);
+        c->rank_of[all[W * i + 2 * k]] = int(i);
+        c->peer_staging[i * P + k] = all[W * i + 2 * k + 1];
+      }
+      c->peer_credit[i] = all[W * i + 2 * P];
     }
     c->sent.assign(p, 0);
     c->consumed.assign(p, 0);
-    c->credit_out.assign(p, 0);
-    c->send_seq.assign(p, 0);
-    c->recv_seq.assign(p, 0);
-    c->arrived.assign(p, 0);
+    c->port.assign(p, 0);
+    c->arrived.assign(p, {});
     MPI_Comm_set_attr(comm, attr_key(), c);
     *out = c;
     return MPI_SUCCESS;
@@ -264,13 +330,29 @@ class UtofuTransport {
 
   int post(bool is_send, void* data, int count, int peer, Request* r) {
     if (bind_rc_ != MPI_SUCCESS) return bind_rc_;
-    if (sendq_.size() != size_t(ch_->size)) {
-      sendq_.assign(size_t(ch_->size), {});
-      recvq_.assign(size_t(ch_->size), {});
+    Channel& c = *ch_;
+    if (sendq_.size() != size_t(c.size)) {
+      sendq_.assign(size_t(c.size), {});
+      recvq_.assign(size_t(c.size), {});
+      peer_step_.assign(size_t(c.size), 0);
+      peer_port_.assign(size_t(c.size), 0);
     }
     Op o;
     o.is_send = is_send;
+    o.tag = tag_;
     o.peer = peer;
+    if (is_send) {
+      // This round's port for the peer: peers in the order of their first send this round.
+      if (peer_step_[size_t(peer)] != step_seq_) {
+        peer_step_[size_t(peer)] = step_seq_;
+        peer_port_[size_t(peer)] = uint8_t(next_port_++ % c.ports);
+      }
+      // The stream to the peer moves to it only when drained (nothing queued, everything
+      // sent consumed): puts on two VCQs are not ordered.
+      if (sendq_[size_t(peer)].empty() && __atomic_load_n(&c.credit[size_t(peer)], __ATOMIC_ACQUIRE) == c.sent[size_t(peer)])
+        c.port[size_t(peer)] = peer_port_[size_t(peer)];
+      o.port = c.port[size_t(peer)];
+    }
     o.data = static_cast<unsigned char*>(data);
     o.bytes = uint64_t(count) * elem_;
     if (o.bytes == 0) {  // an empty message (a barrier's) must still notify: one token byte
@@ -278,7 +360,7 @@ class UtofuTransport {
       o.data = is_send ? &token_out_ : &token_in_;
     }
     if (is_send && o.bytes > kPiggybackBytes &&
-        utofu_reg_mem(ch_->vcq, data, size_t(o.bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, &o.stadd) != UTOFU_SUCCESS)
+        utofu_reg_mem(c.vcq[o.port], data, size_t(o.bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, &o.stadd) != UTOFU_SUCCESS)
       return MPI_ERR_BUFFER;  // a buffer that cannot be registered: nothing was sent
     *r = int(ops_.size());
     ops_.push_back(o);
@@ -288,7 +370,7 @@ class UtofuTransport {
 
   void retire(Request* r) {
     Op& o = ops_[size_t(*r)];
-    if (o.stadd) utofu_dereg_mem(ch_->vcq, o.stadd, 0);
+    if (o.stadd) utofu_dereg_mem(ch_->vcq[o.port], o.stadd, 0);
     o.stadd = 0;
     o.retired = true;
     *r = null_request();
@@ -302,35 +384,37 @@ class UtofuTransport {
   int progress() {
     Channel& c = *ch_;
     void* cb = nullptr;
-    int rc;
-    while ((rc = utofu_poll_tcq(c.vcq, 0, &cb)) == UTOFU_SUCCESS) {
-      const uintptr_t id = reinterpret_cast<uintptr_t>(cb);
-      if (id > 0 && id <= ops_.size()) {
-        Op& o = ops_[id - 1];
-        if (--o.outstanding == 0 && o.sent == o.bytes) o.done = true;
+    int rc = UTOFU_SUCCESS;
+    for (int port = 0; port < c.ports; ++port) {
+      while ((rc = utofu_poll_tcq(c.vcq[port], 0, &cb)) == UTOFU_SUCCESS) {
+        const uintptr_t id = reinterpret_cast<uintptr_t>(cb);
+        if (id > 0 && id <= ops_.size()) {
+          Op& o = ops_[id - 1];
+          if (--o.outstanding == 0 && o.sent == o.bytes) o.done = true;
+        }
       }
+      if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
+      utofu_mrq_notice n;
+      while ((rc = utofu_poll_mrq(c.vcq[port], 0, &n)) == UTOFU_SUCCESS) {
+        if (n.notice_type != UTOFU_MRQ_TYPE_RMT_PUT) continue;
+        auto it = c.rank_of.find(n.vcq_id);
+        if (it == c.rank_of.end()) continue;  // a put on another communicator's VCQ? not ours
+        c.arrived[size_t(it->second)].push_back(uint8_t(n.edata));
+      }
+      if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
     }
-    if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
-    utofu_mrq_notice n;
-    while ((rc = utofu_poll_mrq(c.vcq, 0, &n)) == UTOFU_SUCCESS) {
-      if (n.notice_type != UTOFU_MRQ_TYPE_RMT_PUT) continue;
-      auto it = c.rank_of.find(n.vcq_id);
-      if (it == c.rank_of.end()) continue;  // a put on another communicator's VCQ? not ours
-      const size_t s = size_t(it->second);
-      if (n.edata != (c.recv_seq[s] & 0xffu)) return MPI_ERR_INTERN;  // a piece lost or reordered
-      ++c.recv_seq[s];
-      ++c.arrived[s];
-    }
-    if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
     for (size_t s = 0; s < recvq_.size(); ++s) {
       bool moved = false;
-      while (c.arrived[s] > 0 && !recvq_[s].empty()) {
+      while (!c.arrived[s].empty() && !recvq_[s].empty()) {
         Op& o = ops_[size_t(recvq_[s].front())];
+        // The piece's round (its step tag) must be the receive's: sender and receiver
+        // disagree on the round of this transfer otherwise.
+        if (c.arrived[s].front() != o.tag) return MPI_ERR_INTERN;
+        c.arrived[s].pop_front();
         const uint64_t piece = std::min(kPieceBytes, o.bytes - o.sent);
         const uint64_t at = place_piece(c.consumed[s], piece);
         std::memcpy(o.data + o.sent, &c.staging[s * kStagingBytes + at], size_t(piece));
         o.sent += piece;
-        --c.arrived[s];
         moved = true;
         if (o.sent == o.bytes) {
           o.done = true;
@@ -339,12 +423,15 @@ class UtofuTransport {
       }
       if (moved) {
         c.credit_value[0] = c.consumed[s];
-        rc = utofu_put_piggyback(c.vcq, c.peer_vcq[s], c.credit_value, c.peer_credit[s] + c.rank * sizeof(uint64_t),
-                                 sizeof(uint64_t), 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
+        // Credits always over port 0: one VCQ pair keeps them in order.
+        const utofu_vcq_id_t to = c.peer_vcq[s * size_t(c.ports)];
+        const utofu_stadd_t slot = c.peer_credit[s] + uint64_t(c.rank) * sizeof(uint64_t);
+        rc = utofu_put_piggyback(c.vcq[0], to, c.credit_value, slot, sizeof(uint64_t), 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER,
+                                 nullptr);
         while (rc == UTOFU_ERR_BUSY) {
-          utofu_poll_tcq(c.vcq, 0, &cb);
-          rc = utofu_put_piggyback(c.vcq, c.peer_vcq[s], c.credit_value, c.peer_credit[s] + c.rank * sizeof(uint64_t),
-                                   sizeof(uint64_t), 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
+          utofu_poll_tcq(c.vcq[0], 0, &cb);
+          rc = utofu_put_piggyback(c.vcq[0], to, c.credit_value, slot, sizeof(uint64_t), 0,
+                                   UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
         }
         if (rc != UTOFU_SUCCESS) return MPI_ERR_OTHER;
       }
@@ -357,16 +444,15 @@ class UtofuTransport {
         uint64_t pos = c.sent[d];
         const uint64_t at = place_piece(pos, piece);
         if (pos - __atomic_load_n(&c.credit[d], __ATOMIC_ACQUIRE) > kStagingBytes) break;  // wait for credit
-        const utofu_stadd_t dst = c.peer_staging[d] + uint64_t(c.rank) * kStagingBytes + at;
+        const size_t k = d * size_t(c.ports) + o.port;
+        const utofu_stadd_t dst = c.peer_staging[k] + uint64_t(c.rank) * kStagingBytes + at;
         void* cbdata = reinterpret_cast<void*>(uintptr_t(id) + 1);
-        const uint64_t edata = c.send_seq[d] & 0xffu;
         rc = piece <= kPiggybackBytes
-                 ? utofu_put_piggyback(c.vcq, c.peer_vcq[d], o.data + o.sent, dst, size_t(piece), edata, kPutFlags, cbdata)
-                 : utofu_put(c.vcq, c.peer_vcq[d], o.stadd + o.sent, dst, size_t(piece), edata, kPutFlags, cbdata);
+                 ? utofu_put_piggyback(c.vcq[o.port], c.peer_vcq[k], o.data + o.sent, dst, size_t(piece), o.tag, kPutFlags, cbdata)
+                 : utofu_put(c.vcq[o.port], c.peer_vcq[k], o.stadd + o.sent, dst, size_t(piece), o.tag, kPutFlags, cbdata);
         if (rc == UTOFU_ERR_BUSY) break;  // the TOQ is full: retried after the next TCQ poll
         if (rc != UTOFU_SUCCESS) return MPI_ERR_OTHER;
         c.sent[d] = pos;
-        ++c.send_seq[d];
         ++o.outstanding;
         o.sent += piece;
         if (o.sent == o.bytes) sendq_[d].pop_front();
@@ -382,6 +468,11 @@ class UtofuTransport {
   int bind_rc_ = MPI_SUCCESS;
   std::vector<Op> ops_;
   std::vector<std::deque<int>> sendq_, recvq_;
+  uint8_t tag_ = 0;                 ///< the current round's step tag (begin_step())
+  uint64_t step_seq_ = 1;           ///< begin_step() calls (+1): stamps peer_step_
+  int next_port_ = 0;               ///< the port the round's next new peer gets
+  std::vector<uint64_t> peer_step_; ///< the step_seq_ in which a peer last got a port
+  std::vector<uint8_t> peer_port_;  ///< that port
   unsigned char token_out_ = 0, token_in_ = 0;  ///< the byte an empty message carries (post())
 };
 
