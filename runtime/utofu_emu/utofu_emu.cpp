@@ -116,6 +116,14 @@ struct Emu {
 
 Emu g;
 
+}  // namespace
+// Not uTofu: a test hook (translation validation, tests/mpi/pmpi_trace.cpp): when set, called
+// for every put this process posts successfully, with the destination rank, edata, length
+// in bytes and flags.
+extern "C" void (*bine_utofu_emu_put_hook)(int dst_rank, uint64_t edata, size_t length, unsigned long flags);
+void (*bine_utofu_emu_put_hook)(int, uint64_t, size_t, unsigned long) = nullptr;
+namespace {
+
 size_t segment_bytes(size_t nranks, size_t ring) {
   return sizeof(RegionEntry) * kMaxRegions + nranks * kNumTnis * (sizeof(RingCtl) + ring);
 }
@@ -317,6 +325,7 @@ int post(utofu_vcq_hdl_t h, utofu_vcq_id_t rmt, const void* src, bool piggyback,
   v->toq.push_back(d);
   ++v->in_flight;
   ++g.puts_per_tni[size_t(v->tni)];
+  if (bine_utofu_emu_put_hook) bine_utofu_emu_put_hook(rank, edata, length, flags);
   if (!g.stress) push_toq(*v);  // stress: the next progress() serves the VCQs in a random order
   return UTOFU_SUCCESS;
 }

@@ -2,6 +2,14 @@
 
 #include <mpi.h>
 
+#ifdef BINE_TRACE_UTOFU
+#include <utofu.h>
+// The uTofu emulation's put hook (runtime/utofu_emu/utofu_emu.cpp): the utofu target moves
+// data with puts, not MPI point-to-point calls, so its trace records the data puts (those
+// with a remote notice; credits have none) as ("put", destination, edata, bytes).
+extern "C" void (*bine_utofu_emu_put_hook)(int dst_rank, uint64_t edata, size_t length, unsigned long flags);
+#endif
+
 namespace trace {
 namespace {
 bool on = false;
@@ -24,6 +32,12 @@ void begin(const void* buffer, int64_t elem_bytes, int64_t elems) {
   nelems = elems;
   rounds.clear();
   posting.clear();
+#ifdef BINE_TRACE_UTOFU
+  bine_utofu_emu_put_hook = [](int dst, uint64_t edata, size_t length, unsigned long flags) {
+    if (on && (flags & UTOFU_ONESIDED_FLAG_REMOTE_MRQ_NOTICE))
+      posting.push_back({"put", dst, int64_t(edata), int64_t(length)});
+  };
+#endif
 }
 
 void rebase(const void* buffer, int64_t elem_bytes, int64_t elems) {
