@@ -86,6 +86,11 @@ inline uint64_t place_piece(uint64_t& pos, uint64_t bytes) {
   return at;
 }
 
+/// Whether a piece may be put whose end lies at stream position `end` when the receiver has
+/// credited (consumed) the stream up to `credit`: the piece and everything unconsumed before
+/// it fit in the staging area, so it overwrites only consumed bytes.
+inline bool within_credit(uint64_t end, uint64_t credit) { return end - credit <= kStagingBytes; }
+
 /// The uTofu state of one communicator (created collectively at its first use).
 struct Channel {
   int rank = 0, size = 1;
@@ -443,7 +448,7 @@ class UtofuTransport {
         const uint64_t piece = std::min(kPieceBytes, o.bytes - o.sent);
         uint64_t pos = c.sent[d];
         const uint64_t at = place_piece(pos, piece);
-        if (pos - __atomic_load_n(&c.credit[d], __ATOMIC_ACQUIRE) > kStagingBytes) break;  // wait for credit
+        if (!within_credit(pos, __atomic_load_n(&c.credit[d], __ATOMIC_ACQUIRE))) break;  // wait for credit
         const size_t k = d * size_t(c.ports) + o.port;
         const utofu_stadd_t dst = c.peer_staging[k] + uint64_t(c.rank) * kStagingBytes + at;
         void* cbdata = reinterpret_cast<void*>(uintptr_t(id) + 1);
