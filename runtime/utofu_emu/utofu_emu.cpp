@@ -5,8 +5,8 @@
 // are intercepted (the MPI profiling interface) to map one shared-memory segment
 // (MPI_Win_allocate_shared over MPI_COMM_WORLD); it holds, per destination rank, its table of
 // registered regions (read by senders to check a remote stadd) and, per (source, source TNI,
-// destination), a single-producer single-consumer byte ring: the wire. A put is a descriptor in the
-// sender's transmit order queue (TOQ, kToqDepth entries: a full TOQ is UTOFU_ERR_BUSY); the
+// destination), a single-producer single-consumer byte ring: the wire. A put is a descriptor
+// in the sender's transmit order queue (TOQ, kToqDepth entries: a full TOQ is UTOFU_ERR_BUSY); the
 // sender's progress moves descriptors in order onto the ring towards their destination
 // (chunked, so a put of any length passes a ring of any size), the receiver's progress lands
 // chunks at their registered address and, after the last chunk of a put with
@@ -19,14 +19,13 @@
 // Order: puts from one VCQ to one destination land in posting order (one ring per source
 // TNI and destination: the uTofu guarantee under STRONG_ORDER, for one VCQ pair); puts from
 // different sources, or from different TNIs of one source, land in any order (the receiver
-// serves its wires one after the other). The
-// stress mode (environment BINE_UTOFU_EMU_STRESS=seed) makes that order adversarial: the
-// receiver drains its rings in a random order, holds each ring for a random number (0..63)
-// of progress calls after serving it and lands at most a random number of chunks per ring,
-// so a put from a fast source (or TNI) can land long before an earlier put from a slow one;
-// and the sender serves its VCQs in a random
-// order, a few puts each, so puts posted on different VCQs (TNIs) towards one destination
-// also land in an order their posting did not fix.
+// serves its wires one after the other). The stress mode (environment
+// BINE_UTOFU_EMU_STRESS=seed) makes that order adversarial: the receiver drains its rings in
+// a random order, holds each ring for a random number (0..63) of progress calls after
+// serving it and lands at most a random number of chunks per ring, so a put from a fast
+// source (or TNI) can land long before an earlier put from a slow one; and the sender serves
+// its VCQs in a random order, a few puts each, so puts posted on different VCQs (TNIs)
+// towards one destination also land in an order their posting did not fix.
 //
 // Limits, as measured on Fugaku (bine-cc ../shared/docs/backend-apis.md): max_putget_size
 // 16777215 B, max_piggyback_size 32 B, max_edata_size 1 B (edata 0..255), 6 TNIs,
