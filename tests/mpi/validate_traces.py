@@ -137,6 +137,30 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
     return out
 
 
+def load_schedule(cache, bine_cc, libs, name, p, root):
+    """The verified Schedule of (name, root) at p from `bine-cc schedule --json`, cached:
+    its JSON, "not applicable", or None when bine-cc failed. Returns (schedule, 1 when this
+    call found bine-cc failing (printed as a FAIL), else 0)."""
+    key = (name, root)
+    if key in cache:
+        return cache[key], 0
+    # The region layout generated code ran with (BINE_REGIONS, docs/topology.md);
+    # unset or "node": mpirun on one host, every rank on one node (one region).
+    regions = os.environ.get("BINE_REGIONS", "")
+    extra = ["--regions", regions] if regions not in ("", "node") else []
+    res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p), "--root", str(root), "--json",
+                          *extra], capture_output=True, text=True)
+    if res.returncode != 0 and "does not apply" in res.stderr:
+        cache[key] = "not applicable"
+    elif res.returncode != 0:
+        print(f"FAIL {name} p={p}: bine-cc schedule failed: {res.stderr}")
+        cache[key] = None
+        return None, 1
+    else:
+        cache[key] = json.loads(res.stdout)
+    return cache[key], 0
+
+
 def main():
     args = sys.argv[1:]
     segment_override = None
@@ -151,24 +175,8 @@ def main():
             records = json.load(f)
         for rec in records:
             name = rec["function"][len("bcc_"):]
-            key = (name, rec["root"])
-            if key not in cache:
-                # The region layout generated code ran with (BINE_REGIONS, docs/topology.md);
-                # unset or "node": mpirun on one host, every rank on one node (one region).
-                regions = os.environ.get("BINE_REGIONS", "")
-                extra = ["--regions", regions] if regions not in ("", "node") else []
-                res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p),
-                                      "--root", str(rec["root"]), "--json", *extra], capture_output=True, text=True)
-                if res.returncode != 0 and "does not apply" in res.stderr:
-                    cache[key] = "not applicable"
-                elif res.returncode != 0:
-                    print(f"FAIL {name} p={p}: bine-cc schedule failed: {res.stderr}")
-                    failures += 1
-                    cache[key] = None
-                    continue
-                else:
-                    cache[key] = json.loads(res.stdout)
-            sched = cache[key]
+            sched, failed = load_schedule(cache, bine_cc, libs, name, p, rec["root"])
+            failures += failed
             if sched is None:
                 continue
             if sched == "not applicable":

@@ -16,12 +16,11 @@ the call that replays it are checked.
 """
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
-from validate_traces import element_ranges  # noqa: E402  (the MPI validator's block -> element rule)
+from validate_traces import element_ranges, load_schedule  # noqa: E402  (the MPI validator's rules)
 
 
 def tag_of(sched, t):
@@ -54,19 +53,8 @@ def main():
             records = json.load(f)
         for rec in records:
             name = rec["function"][len("bcc_"):]
-            key = (name, rec["root"])
-            if key not in cache:
-                res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p), "--root",
-                                      str(rec["root"]), "--json"], capture_output=True, text=True)
-                if res.returncode != 0 and "does not apply" in res.stderr:
-                    cache[key] = "not applicable"
-                elif res.returncode != 0:
-                    print(f"FAIL {name} p={p}: bine-cc schedule failed: {res.stderr}")
-                    failures += 1
-                    cache[key] = None
-                else:
-                    cache[key] = json.loads(res.stdout)
-            sched = cache[key]
+            sched, failed = load_schedule(cache, bine_cc, libs, name, p, rec["root"])
+            failures += failed
             if sched is None:
                 continue
             got = Counter()
