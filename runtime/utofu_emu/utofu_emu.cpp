@@ -110,6 +110,8 @@ struct Emu {
   bool stress = false;
   std::mt19937_64 rng;
   uint64_t puts_per_tni[kNumTnis] = {};  // puts posted by this process, per TNI (bine_utofu_emu_puts_per_tni)
+  uint64_t registrations = 0;            // successful utofu_reg_mem calls (bine_utofu_emu_registrations)
+  uint64_t live_registrations = 0;       // of them, not yet deregistered
   utofu_onesided_caps caps{};
 };
 
@@ -521,6 +523,8 @@ int utofu_reg_mem(utofu_vcq_hdl_t vcq_hdl, void* addr, size_t size, unsigned lon
     table[r].flags.store(flags, std::memory_order_relaxed);
     table[r].size.store(size, std::memory_order_release);
     *stadd = (uint64_t(r) + 1) << kStaddShift;
+    ++g.registrations;
+    ++g.live_registrations;
     return UTOFU_SUCCESS;
   }
   return UTOFU_ERR_OUT_OF_RESOURCE;
@@ -533,6 +537,7 @@ int utofu_dereg_mem(utofu_vcq_hdl_t vcq_hdl, utofu_stadd_t stadd, unsigned long 
   if (r == 0 || r > kMaxRegions || (stadd & kOffsetMask) != 0 || !g.region_addr[r - 1]) return UTOFU_ERR_INVALID_STADD;
   regions_of(g.rank)[r - 1].size.store(0, std::memory_order_release);
   g.region_addr[r - 1] = nullptr;
+  --g.live_registrations;
   return UTOFU_SUCCESS;
 }
 
@@ -598,6 +603,14 @@ int utofu_query_num_unread_mrq(utofu_vcq_hdl_t vcq_hdl, size_t* count) {
 int bine_utofu_emu_puts_per_tni(uint64_t counts[]) {
   for (int i = 0; i < kNumTnis; ++i) counts[i] = g.puts_per_tni[i];
   return kNumTnis;
+}
+
+// Not uTofu: a test hook of the emulation (declared by the tests that use it). The number
+// of successful utofu_reg_mem calls this process has made since MPI_Init (*made) and how
+// many of those regions are still registered (*live).
+void bine_utofu_emu_registrations(uint64_t* made, uint64_t* live) {
+  if (made) *made = g.registrations;
+  if (live) *live = g.live_registrations;
 }
 
 }  // extern "C"

@@ -19,6 +19,8 @@
 //                          a few (root, count) pairs, each twice (building, then replaying
 //                          the persistent plan), and writes DIR/trace.<rank>.json for
 //                          tests/mpi/validate_traces.py to compare with `bine-cc schedule`.
+//   harness registrations  (uTofu build) send-buffer registrations per call and per
+//                          persistent start, counted by the emulation (run_registrations())
 // Exit status 0 when every rank saw only matches.
 #include <mpi.h>
 
@@ -1111,6 +1113,136 @@ void write_rounds(std::ofstream& f, const std::vector<trace::Round>& rounds) {
   f << "]";
 }
 
+#ifdef BINE_TRACE_UTOFU
+}  // namespace
+// The uTofu emulation's registration counters (runtime/utofu_emu/utofu_emu.cpp).
+extern "C" void bine_utofu_emu_registrations(uint64_t* made, uint64_t* live);
+namespace {
+
+/// registrations (uTofu build only; docs/utofu.md, "Registration"): every allreduce and
+/// bcast schedule on 4,096 doubles (every send more than 32 B, so put from registered
+/// memory), counted with the emulation's registration counters:
+/// - a plain call leaves nothing registered that was not before (its working buffer's
+///   registrations are freed when it ends);
+/// - a persistent plan's starts after the first register only what is not in the user's
+///   buffer (packed sends in scratch memory); bcc_recursive_doubling_allreduce sends only
+///   from the user's buffer, so its later starts register nothing, while its plain calls
+///   do; summed over the schedules, later starts register less than plain calls;
+/// - bcc_plan_free leaves nothing registered that was not before the plan, and so does a
+///   communicator freed before its plan (its channel frees the plan's registrations);
+/// - every result equals MPI_Allreduce's / MPI_Bcast's.
+/// Prints registrations per plain call and per later start (rank 0's), per schedule.
+int run_registrations() {
+  const size_t n = 4096;
+  std::vector<double> in(n), out(n), ref(n);
+  for (size_t i = 0; i < n; ++i) in[i] = double((rank + 1) * 1000 + int(i % 97));
+  MPI_Allreduce(in.data(), ref.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  int bad = 0;
+  auto fail = [&](const char* name, const char* what) {
+    std::fprintf(stderr, "rank %d: %s: %s\n", rank, name, what);
+    bad = 1;
+  };
+  auto counts = [] {
+    uint64_t made = 0, live = 0;
+    bine_utofu_emu_registrations(&made, &live);
+    return std::pair<uint64_t, uint64_t>(made, live);
+  };
+  // The first collective on a communicator creates its channel (staging and credit
+  // registrations, kept until the communicator is freed): made before counting.
+  if (kAllreduce.empty() || kAllreduce[0].fn(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+    fail("the first allreduce", "failed");
+  const int starts = 5;
+  uint64_t sum_plain = 0, sum_start = 0;
+  bool saw_rd = false;
+  if (rank == 0) std::printf("registrations per call, rank 0, p = %d, %zu doubles (plain call / later persistent start):\n", size, n);
+  auto report = [&](const char* name, uint64_t plain, uint64_t start) {
+    if (rank == 0) std::printf("  %-52s %3llu / %3llu\n", name, (unsigned long long)plain, (unsigned long long)(start / starts));
+    sum_plain += plain;
+    sum_start += start / starts;
+  };
+  for (const AllreduceEntry& e : kAllreduce) {
+    if (e.applicable(size) != 1) continue;
+    const auto [m0, l0] = counts();  // after the first call on MPI_COMM_WORLD: its channel exists
+    std::fill(out.begin(), out.end(), 0.0);
+    if (e.fn(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS || out != ref) fail(e.name, "plain call");
+    const auto [m1, l1] = counts();
+    if (l1 != l0) fail(e.name, "a plain call left registrations behind");
+    bcc_plan plan = nullptr;
+    if (e.init(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &plan) != MPI_SUCCESS) {
+      fail(e.name, "init");
+      continue;
+    }
+    std::fill(out.begin(), out.end(), 0.0);
+    if (bcc_plan_start(plan) != MPI_SUCCESS || out != ref) fail(e.name, "first start");
+    const auto [m2, l2] = counts();
+    for (int k = 0; k < starts; ++k) {
+      std::fill(out.begin(), out.end(), 0.0);
+      if (bcc_plan_start(plan) != MPI_SUCCESS || out != ref) fail(e.name, "later start");
+    }
+    const auto [m3, l3] = counts();
+    if (l3 != l2) fail(e.name, "later starts left registrations behind");
+    bcc_plan_free(&plan);
+    if (counts().second != l0) fail(e.name, "bcc_plan_free left registrations behind");
+    report(e.name, m1 - m0, m3 - m2);
+    if (size > 1 && std::strcmp(e.name, "bcc_recursive_doubling_allreduce") == 0) {
+      saw_rd = true;
+      if (m1 - m0 == 0) fail(e.name, "a plain call registered nothing (is every send piggybacked?)");
+      if (m3 != m2) fail(e.name, "a later start registered memory of the user's buffer again");
+    }
+  }
+  std::vector<double> buf(n), bref(n);
+  for (const BcastEntry& e : kBcast) {
+    if (e.applicable(size) != 1) continue;
+    for (size_t i = 0; i < n; ++i) bref[i] = double(int(i % 89) - 40);
+    const auto [m0, l0] = counts();
+    buf = rank == 0 ? bref : std::vector<double>(n, 0.0);
+    if (e.fn(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS || buf != bref) fail(e.name, "plain call");
+    const auto [m1, l1] = counts();
+    if (l1 != l0) fail(e.name, "a plain call left registrations behind");
+    bcc_plan plan = nullptr;
+    if (e.init(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &plan) != MPI_SUCCESS) {
+      fail(e.name, "init");
+      continue;
+    }
+    if (rank != 0) std::fill(buf.begin(), buf.end(), 0.0);
+    if (bcc_plan_start(plan) != MPI_SUCCESS || buf != bref) fail(e.name, "first start");
+    const auto [m2, l2] = counts();
+    for (int k = 0; k < starts; ++k) {
+      if (rank != 0) std::fill(buf.begin(), buf.end(), 0.0);
+      if (bcc_plan_start(plan) != MPI_SUCCESS || buf != bref) fail(e.name, "later start");
+    }
+    const auto [m3, l3] = counts();
+    if (l3 != l2) fail(e.name, "later starts left registrations behind");
+    bcc_plan_free(&plan);
+    if (counts().second != l0) fail(e.name, "bcc_plan_free left registrations behind");
+    report(e.name, m1 - m0, m3 - m2);
+  }
+  if (size > 1 && !saw_rd) fail("bcc_recursive_doubling_allreduce", "not in the library");
+  if (size > 1 && sum_start >= sum_plain) fail("all schedules", "later starts register as much as plain calls");
+  // A communicator freed before its plan: its channel frees the plan's registrations, and
+  // freeing the plan afterwards deregisters nothing twice.
+  {
+    const uint64_t l0 = counts().second;
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    bcc_plan plan = nullptr;
+    std::fill(out.begin(), out.end(), 0.0);
+    if (bcc_recursive_doubling_allreduce_init(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, dup, &plan) != MPI_SUCCESS ||
+        bcc_plan_start(plan) != MPI_SUCCESS || out != ref)
+      fail("bcc_recursive_doubling_allreduce", "on a duplicated communicator");
+    MPI_Comm_free(&dup);
+    if (counts().second != l0) fail("bcc_recursive_doubling_allreduce", "MPI_Comm_free left registrations behind");
+    bcc_plan_free(&plan);
+    if (counts().second != l0) fail("bcc_recursive_doubling_allreduce", "bcc_plan_free after MPI_Comm_free");
+  }
+  if (rank == 0) std::printf("sum: %llu per plain call, %llu per later start\n", (unsigned long long)sum_plain, (unsigned long long)sum_start);
+  int any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("registrations: %s p = %d\n", any ? "FAIL" : "PASS", size);
+  return any;
+}
+#endif
+
 int run_trace(const std::string& dir) {
   std::ofstream f(dir + "/trace." + std::to_string(rank) + ".json");
   f << "[\n";
@@ -1270,6 +1402,9 @@ int main(int argc, char** argv) {
     rc |= run_overlap();
   }
   else if (mode == "trace" && argc > 2) rc = run_trace(argv[2]);
+#ifdef BINE_TRACE_UTOFU
+  else if (mode == "registrations") rc = run_registrations();
+#endif
   else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | check-nonblocking | trace DIR\n");
   MPI_Finalize();
   return rc;

@@ -3,7 +3,8 @@
 # dsl/lib compiled with --target utofu, every byte moved by uTofu puts through the
 # emulation (runtime/utofu_emu), checked by tests/mpi/harness.cpp against Open MPI's own
 # collectives; then with the emulation's stress mode (puts from different sources landing
-# in adversarial order); then translation validation: the data puts of every traced call,
+# in adversarial order); the registrations of send buffers (per call, per persistent plan,
+# freed with the call, the plan or the communicator); then translation validation: the data puts of every traced call,
 # per (step tag, destination), against the verified Schedule (tests/utofu/validate_traces.py).
 # CI runs p = 1, 2, 3 (traces at 3, 5, 6); BINE_UTOFU_E2E_RANKS="..." and
 # BINE_UTOFU_TRACE_RANKS="..." run others.
@@ -24,6 +25,9 @@ echo -n "persistent forms (_init, start twice, free) "
 timeout 300 mpirun -np 3 "$bin" check-persistent
 echo "nonblocking forms (complete at their start over uTofu: kConcurrent is false) "
 timeout 300 mpirun -np 3 "$bin" check-nonblocking
+echo "send-buffer registrations: once per call, once per persistent plan, none left behind"
+timeout 300 mpirun -np 4 "$bin" registrations
+timeout 300 mpirun -np 3 -x BINE_UTOFU_EMU_STRESS=2 "$bin" registrations | tail -2
 status=0
 for p in ${BINE_UTOFU_TRACE_RANKS:-3 5 6}; do
   mkdir -p "$tmp/$p"

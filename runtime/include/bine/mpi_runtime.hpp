@@ -363,6 +363,11 @@ class PlanCache {
     entries_.push_back({k, std::shared_ptr<const Plan>(std::move(plan))});
   }
   size_t size() const { return entries_.size(); }
+  /// What the transport keeps for the buffers of a persistent collective's plan (or of a
+  /// nonblocking call's own plans), whose user buffers stay at their addresses while the
+  /// cache lives (Transport::working_buffer(); uTofu: the registrations of the user's
+  /// buffer, made at the first start and freed with the plan).
+  std::shared_ptr<void> transport_state;
 
  private:
   struct Entry {
@@ -1275,6 +1280,7 @@ class BasicContext {
     vec_out_ = buf_;
     buf_ = ext_;
     scratch_buffers_ = K;
+    if (!dry_) transport_.working_buffer(buf_, (uint64_t(K) + 1) * bytes, nullptr);
     if (working_buffer_hook() && !dry_) working_buffer_hook()(buf_, elem_bytes_, count_ * (uint64_t(K) + 1));
     return MPI_SUCCESS;
   }
@@ -1770,7 +1776,12 @@ class BasicContext {
   /// The call's arguments are known: binds the transport, then runs the testing hook.
   void announce() {
     transport_.bind(comm_, datatype_, op_);
-    if (working_buffer_hook() && !dry_) working_buffer_hook()(buf_, elem_bytes_, count_);
+    if (dry_) return;
+    // The user's buffer stays at its address for as long as a persistent plan (own_plans_)
+    // lives; internal memory (BufferPool) may move between calls.
+    const bool user = buf_ != own_ && buf_ != ext_;
+    transport_.working_buffer(buf_, count_ * elem_bytes_, user && own_plans_ ? &own_plans_->transport_state : nullptr);
+    if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
   }
   /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
   /// the verifier proved that the schedule applies to it and reduces in rank order.

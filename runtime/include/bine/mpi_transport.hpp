@@ -27,6 +27,13 @@
 //                                           in), UINT32_MAX for a two-one fold epilogue
 //                                           (the last round); MPI ignores it, uTofu tags
 //                                           puts with it (edata)
+//   void working_buffer(const void* base, uint64_t bytes, std::shared_ptr<void>* keep)
+//                                           the call's working buffer (bytes from base; once
+//                                           the call has it, again when it changes); `keep`,
+//                                           when not null, lives as long as the buffer stays
+//                                           at this address (a persistent plan's user buffer):
+//                                           a transport may keep state for the buffer there
+//                                           (uTofu: its registrations). MPI ignores it
 //   int send(const void* data, int count, int peer)
 //   int recv(void* data, int count, int peer)
 //   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer)
@@ -45,6 +52,9 @@
 // (peer, round) must match in posting order (MPI's non-overtaking rule on one tag).
 #pragma once
 #include <mpi.h>
+
+#include <cstdint>
+#include <memory>
 
 /// The MPI functions the runtime calls that a PMPI library may intercept (completion,
 /// collectives) go through BINE_MPI_CALL: MPI_<f> by default. The PMPI drop-in library
@@ -72,6 +82,7 @@ class MpiTransport {
   static Request null_request() { return MPI_REQUEST_NULL; }
   void set_tag(int tag) { tag_ = tag; }
   void begin_step(uint32_t) {}  ///< MPI matches by (peer, tag, posting order): no step needed
+  void working_buffer(const void*, uint64_t, std::shared_ptr<void>*) {}  ///< MPI needs no registration
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     comm_ = comm;
     type_ = type;

@@ -34,9 +34,13 @@
 // only when the sender has posted it; the byte is discarded.
 //
 // Resources: one VCQ per port and communicator, cached as an MPI attribute and freed (VCQs,
-// registrations) when the communicator is freed; the staging area is registered on every
-// port's VCQ, the credit slots on port 0's; send buffers of more than 32 B are registered
-// on their port's VCQ for the time of their puts.
+// registrations) when the communicator is freed; the staging area (aligned to kAlignBytes)
+// is registered on every port's VCQ, the credit slots on port 0's. Send buffers
+// (docs/utofu.md, "Registration"): the call's working buffer is registered once per port it
+// sends on, at its first put of more than 32 B from it, and deregistered when the call ends;
+// a persistent plan's user buffer once per plan (kept in the plan, working_buffer()'s
+// `keep`), deregistered when the plan or the communicator is freed, whichever comes first;
+// any other send buffer (packed sends, in runtime scratch memory) for the time of its puts.
 #pragma once
 #include <mpi.h>
 #include <utofu.h>
@@ -47,6 +51,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +65,10 @@ inline constexpr uint64_t kStagingBytes = uint64_t(1) << 18;  ///< per (communic
 #endif
 inline constexpr uint64_t kPieceBytes = kStagingBytes / 4 > 0 ? kStagingBytes / 4 : 1;
 inline constexpr uint64_t kPiggybackBytes = 32;
+/// Alignment of the memory the transport allocates and registers (staging, credits): the
+/// Tofu-D cache line and stag address alignment, 256 B (backend-apis.md, limits measured on
+/// Fugaku), so pieces at aligned offsets start on a cache line.
+inline constexpr size_t kAlignBytes = 256;
 #ifdef BINE_UTOFU_PORTS
 inline constexpr int kMaxPorts = BINE_UTOFU_PORTS;  ///< TNIs a communicator uses (at most the node's)
 #else
@@ -91,6 +101,55 @@ inline uint64_t place_piece(uint64_t& pos, uint64_t bytes) {
 /// it fit in the staging area, so it overwrites only consumed bytes.
 inline bool within_credit(uint64_t end, uint64_t credit) { return end - credit <= kStagingBytes; }
 
+/// Memory aligned to kAlignBytes, zeroed (staging and credit areas).
+class AlignedBytes {
+ public:
+  bool allocate(size_t bytes) {
+    const size_t n = (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+    data_.reset(static_cast<unsigned char*>(n ? std::aligned_alloc(kAlignBytes, n) : nullptr));
+    if (n && !data_) return false;
+    if (n) std::memset(data_.get(), 0, n);
+    size_ = bytes;
+    return true;
+  }
+  unsigned char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> data_;
+  size_t size_ = 0;
+};
+
+struct Channel;
+/// Registrations of send buffers, one per (buffer, port), made at the first put from the
+/// buffer on the port and freed together: a call's working buffer (held by the transport,
+/// freed when the call ends) or a persistent plan's user buffer (held by the plan, freed
+/// with it). A channel freed first (the communicator freed before the plan) frees the
+/// registrations of every set still bound to it and unbinds it.
+struct Registrations {
+  struct Entry {
+    const unsigned char* base;
+    uint64_t bytes;
+    int port;
+    utofu_stadd_t stadd;
+  };
+  Channel* ch = nullptr;  ///< the channel whose VCQs hold the entries (null: none)
+  bool plan = false;      ///< held by a plan: listed in its channel's `kept` while bound
+  std::vector<Entry> entries;
+  explicit Registrations(bool held_by_plan = false) : plan(held_by_plan) {}
+  Registrations(const Registrations&) = delete;
+  Registrations& operator=(const Registrations&) = delete;
+  ~Registrations() { release(); }
+  /// The stadd of `base` (bytes long) registered read-only on `port` of `c`: an entry's, or
+  /// a new registration. UTOFU_SUCCESS or uTofu's error (nothing registered).
+  int get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out);
+  /// Deregisters every entry and unbinds the set from its channel.
+  void release();
+};
+
 /// The uTofu state of one communicator (created collectively at its first use).
 struct Channel {
   int rank = 0, size = 1;
@@ -98,8 +157,11 @@ struct Channel {
   utofu_vcq_hdl_t vcq[kMaxPorts] = {};              ///< port i's VCQ (on one-sided TNI i)
   std::vector<utofu_vcq_id_t> peer_vcq;             ///< [rank * ports + port]
   std::unordered_map<utofu_vcq_id_t, int> rank_of;  ///< a notice's source VCQ (any port) -> rank
-  std::vector<unsigned char> staging;               ///< size * kStagingBytes
-  std::vector<uint64_t> credit;                     ///< credit[d]: d consumed this much of my stream
+  AlignedBytes staging;                             ///< size * kStagingBytes
+  AlignedBytes credit_area;                         ///< credit(d), uint64_t per rank
+  uint64_t* credit = nullptr;                       ///< credit[d]: d consumed this much of my stream
+  std::mutex kept_lock;                             ///< guards `kept` (a plan may be freed on any thread)
+  std::vector<Registrations*> kept;                 ///< plans' registration sets bound to this channel
   utofu_stadd_t staging_stadd[kMaxPorts] = {}, credit_stadd = 0;
   std::vector<utofu_stadd_t> peer_staging;          ///< [rank * ports + port]
   std::vector<utofu_stadd_t> peer_credit;
@@ -112,6 +174,15 @@ struct Channel {
   /// after its last piece, and a credit put into a deregistered slot fails at the receiver
   /// (found by tests/utofu/transport_test.cpp, a rank freeing the communicator at once).
   ~Channel() {
+    {  // plans outliving the communicator: their registrations go with its VCQs
+      std::lock_guard<std::mutex> hold(kept_lock);
+      for (Registrations* r : kept) {
+        for (const Registrations::Entry& e : r->entries) utofu_dereg_mem(vcq[e.port], e.stadd, 0);
+        r->entries.clear();
+        r->ch = nullptr;
+      }
+      kept.clear();
+    }
     if (vcq[0]) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       bool live = true;
@@ -137,6 +208,47 @@ struct Channel {
   }
 };
 
+inline int Registrations::get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out) {
+  if (ch != &c) release();  // another communicator's: its VCQs cannot be used here
+  for (const Entry& e : entries)
+    if (e.port == port && e.base == base && e.bytes == bytes) {
+      *out = e.stadd;
+      return UTOFU_SUCCESS;
+    }
+  // A plan's buffer that moved (which MPI forbids for persistent plans): the previous
+  // start's registration on this port is dropped (its puts are complete), so a plan holds
+  // at most one per port. A call's set keeps all: a call has at most two working buffers
+  // (the user's, then its scratch-extended copy), and earlier puts may be in flight.
+  for (size_t i = 0; plan && i < entries.size();)
+    if (entries[i].port == port) {
+      utofu_dereg_mem(c.vcq[port], entries[i].stadd, 0);
+      entries.erase(entries.begin() + long(i));
+    } else {
+      ++i;
+    }
+  const int rc = utofu_reg_mem(c.vcq[port], const_cast<unsigned char*>(base), size_t(bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, out);
+  if (rc != UTOFU_SUCCESS) return rc;
+  entries.push_back({base, bytes, port, *out});
+  if (!ch && plan) {
+    std::lock_guard<std::mutex> hold(c.kept_lock);
+    c.kept.push_back(this);
+  }
+  ch = &c;
+  return UTOFU_SUCCESS;
+}
+
+inline void Registrations::release() {
+  if (!ch) return;
+  std::lock_guard<std::mutex> hold(ch->kept_lock);
+  for (const Entry& e : entries) utofu_dereg_mem(ch->vcq[e.port], e.stadd, 0);
+  entries.clear();
+  if (plan) {
+    auto it = std::find(ch->kept.begin(), ch->kept.end(), this);
+    if (it != ch->kept.end()) ch->kept.erase(it);
+  }
+  ch = nullptr;
+}
+
 /// Transport over uTofu puts; requests are indices in the transport's operation table.
 class UtofuTransport {
  public:
@@ -152,6 +264,20 @@ class UtofuTransport {
     tag_ = uint8_t(step_tag(step));
     ++step_seq_;
     next_port_ = 0;
+  }
+
+  /// The call's working buffer (docs/utofu.md, "Registration"): a send from it is put from
+  /// one registration of the whole buffer per port, kept in *keep (a persistent plan's
+  /// user buffer: registered at the first start, freed with the plan) or else in the
+  /// transport (freed when the call ends).
+  void working_buffer(const void* base, uint64_t bytes, std::shared_ptr<void>* keep) {
+    if (!base || bytes == 0) return;
+    Registrations* set = &call_regs_;
+    if (keep) {
+      if (!*keep) *keep = std::shared_ptr<Registrations>(new (std::nothrow) Registrations(/*held_by_plan=*/true));
+      if (*keep) set = static_cast<Registrations*>(keep->get());  // else this call's (no memory for the plan's)
+    }
+    regions_.push_back({static_cast<const unsigned char*>(base), bytes, set});
   }
 
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
@@ -248,7 +374,8 @@ class UtofuTransport {
     unsigned char* data = nullptr;
     uint64_t bytes = 0, sent = 0;  ///< sent: bytes put (send) or copied out (recv)
     int64_t outstanding = 0;       ///< puts not yet locally complete
-    utofu_stadd_t stadd = 0;       ///< registration of a send buffer (0: none)
+    utofu_stadd_t stadd = 0;       ///< where a send's data is registered (0: not registered)
+    bool own_stadd = false;        ///< stadd is the message's own registration (deregistered at retire)
     bool retired = false;
   };
 
@@ -288,8 +415,9 @@ class UtofuTransport {
     const size_t P = size_t(c->ports);
     for (size_t i = 0; rc == UTOFU_SUCCESS && i < P; ++i) rc = utofu_create_vcq(tnis[i], 0, &c->vcq[i]);
     std::free(tnis);
-    c->staging.assign(p * kStagingBytes, 0);
-    c->credit.assign(p, 0);
+    if (rc == UTOFU_SUCCESS && !(c->staging.allocate(p * kStagingBytes) && c->credit_area.allocate(p * sizeof(uint64_t))))
+      rc = UTOFU_ERR_OUT_OF_MEMORY;  // still takes part in the allgather below, which reports it
+    c->credit = reinterpret_cast<uint64_t*>(c->credit_area.data());
     // Bootstrap: every rank learns every rank's VCQ id and staging stadd per port, its
     // credit stadd, and whether all succeeded.
     const size_t W = 2 * P + 2;
@@ -302,7 +430,7 @@ class UtofuTransport {
       mine[2 * i + 1] = c->staging_stadd[i];
     }
     if (rc == UTOFU_SUCCESS)
-      rc = utofu_reg_mem(c->vcq[0], c->credit.data(), c->credit.size() * sizeof(uint64_t), 0, &c->credit_stadd);
+      rc = utofu_reg_mem(c->vcq[0], c->credit_area.data(), c->credit_area.size(), 0, &c->credit_stadd);
     mine[2 * P] = c->credit_stadd;
     mine[2 * P + 1] = uint64_t(rc == UTOFU_SUCCESS ? 0 : 1);
     int mrc = MPI_Allgather(mine.data(), int(W), MPI_UINT64_T, all.data(), int(W), MPI_UINT64_T, comm);
@@ -364,9 +492,20 @@ class UtofuTransport {
       o.bytes = 1;
       o.data = is_send ? &token_out_ : &token_in_;
     }
-    if (is_send && o.bytes > kPiggybackBytes &&
-        utofu_reg_mem(c.vcq[o.port], data, size_t(o.bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, &o.stadd) != UTOFU_SUCCESS)
-      return MPI_ERR_BUFFER;  // a buffer that cannot be registered: nothing was sent
+    if (is_send && o.bytes > kPiggybackBytes) {
+      // From a working buffer: its registration on this port (made once); from anywhere
+      // else (a packed send in scratch memory): the message's own, for its puts.
+      int urc = UTOFU_SUCCESS;
+      if (const Region* g = region_of(o.data, o.bytes)) {
+        utofu_stadd_t base = 0;
+        urc = g->set->get(c, o.port, g->base, g->bytes, &base);
+        o.stadd = base + uint64_t(o.data - g->base);
+      } else {
+        urc = utofu_reg_mem(c.vcq[o.port], data, size_t(o.bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, &o.stadd);
+        o.own_stadd = urc == UTOFU_SUCCESS;
+      }
+      if (urc != UTOFU_SUCCESS) return MPI_ERR_BUFFER;  // a buffer that cannot be registered: nothing was sent
+    }
     *r = int(ops_.size());
     ops_.push_back(o);
     (is_send ? sendq_ : recvq_)[size_t(peer)].push_back(*r);
@@ -375,8 +514,9 @@ class UtofuTransport {
 
   void retire(Request* r) {
     Op& o = ops_[size_t(*r)];
-    if (o.stadd) utofu_dereg_mem(ch_->vcq[o.port], o.stadd, 0);
+    if (o.own_stadd) utofu_dereg_mem(ch_->vcq[o.port], o.stadd, 0);
     o.stadd = 0;
+    o.own_stadd = false;
     o.retired = true;
     *r = null_request();
     bool all = true;
@@ -418,7 +558,7 @@ class UtofuTransport {
         c.arrived[s].pop_front();
         const uint64_t piece = std::min(kPieceBytes, o.bytes - o.sent);
         const uint64_t at = place_piece(c.consumed[s], piece);
-        std::memcpy(o.data + o.sent, &c.staging[s * kStagingBytes + at], size_t(piece));
+        std::memcpy(o.data + o.sent, c.staging.data() + s * kStagingBytes + at, size_t(piece));
         o.sent += piece;
         moved = true;
         if (o.sent == o.bytes) {
@@ -466,6 +606,21 @@ class UtofuTransport {
     return MPI_SUCCESS;
   }
 
+  /// A working buffer of the call (working_buffer()) and the set its registrations go to.
+  struct Region {
+    const unsigned char* base;
+    uint64_t bytes;
+    Registrations* set;
+  };
+  /// The working buffer holding [data, data + bytes), or null.
+  const Region* region_of(const unsigned char* data, uint64_t bytes) const {
+    for (const Region& g : regions_)
+      if (data >= g.base && uint64_t(data - g.base) <= g.bytes && bytes <= g.bytes - uint64_t(data - g.base)) return &g;
+    return nullptr;
+  }
+
+  Registrations call_regs_;      ///< registrations of this call's working buffers (freed with the transport)
+  std::vector<Region> regions_;  ///< this call's working buffers
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   MPI_Op op_ = MPI_OP_NULL;
   uint64_t elem_ = 1;
