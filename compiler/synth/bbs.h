@@ -167,7 +167,7 @@ bool pack_streams(const Graph& g, int root, int packets, const std::vector<Frame
 
 /// Another optimum of the balanced LP with denominator `l` (ours, docs/bbs.md "Streams"):
 /// x = l O rounded to y in {floor(x), ceil(x)} per arc with every node's in-degree C l kept
-/// exactly and its out-degree at most l - C l (a bipartite flow, Dinic's max-flow; the
+/// exactly and its out-degree at most l - C l (a bipartite flow, Boost.Graph's edmonds_karp_max_flow; the
 /// fractional x - floor(x) is such a flow, so an integral one exists). O' = y / l then meets
 /// Eq. 6-8 and 14 with the same C. Errors: C l not an integer; `lp` breaking Eq. 7 or 14.
 /// `seed` != 0 shuffles the order the flow sees the arcs in: another rounding.
