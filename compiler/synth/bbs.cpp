@@ -1221,9 +1221,10 @@ namespace {
 // round_lp's network: Boost.Graph's Edmonds-Karp maximum flow (shortest augmenting paths)
 // on a directed graph whose arcs come in (arc, reverse arc) pairs, as the algorithm
 // requires. It finds the same integral flow as the Dinic of ours it replaced (byte-identical
-// `synth bbs` on grid:3x4x5, 4x8x16, 8x8x8, 8x8x16); push-relabel finds another, whose
-// streams schedules were 2-7 steps shorter on three grids and longer on 8x8x16 (290 against
-// the paper's BBS 284 at N = 100): which optimum the rounding takes is luck, not quality.
+// `synth bbs` on grid:3x4x5, 4x8x16, 8x8x8, 8x8x16); push-relabel finds others, whose
+// streams schedules were 2 or 3 steps shorter on three of those grids and 7 longer on
+// 8x8x16 (290 against the paper's BBS 284 at N = 100): which optimum the rounding takes is
+// luck, not quality.
 class MaxFlow {
  public:
   explicit MaxFlow(int n) : g_(size_t(n)) {}
