@@ -1160,62 +1160,58 @@ int run_registrations() {
     sum_plain += plain;
     sum_start += start / starts;
   };
-  for (const AllreduceEntry& e : kAllreduce) {
-    if (e.applicable(size) != 1) continue;
+  // One schedule: `reset` clears the result (the input stays), `plain` calls it, `init`
+  // makes its plan, `good` compares the result with MPI's; *plain_regs and *start_regs get
+  // the registrations of the plain call and of the later starts (all of them).
+  auto measure = [&](const char* name, auto&& reset, auto&& plain, auto&& init, auto&& good, uint64_t* plain_regs,
+                     uint64_t* start_regs) {
     const auto [m0, l0] = counts();  // after the first call on MPI_COMM_WORLD: its channel exists
-    std::fill(out.begin(), out.end(), 0.0);
-    if (e.fn(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS || out != ref) fail(e.name, "plain call");
+    reset();
+    if (plain() != MPI_SUCCESS || !good()) fail(name, "plain call");
     const auto [m1, l1] = counts();
-    if (l1 != l0) fail(e.name, "a plain call left registrations behind");
+    if (l1 != l0) fail(name, "a plain call left registrations behind");
     bcc_plan plan = nullptr;
-    if (e.init(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &plan) != MPI_SUCCESS) {
-      fail(e.name, "init");
-      continue;
-    }
-    std::fill(out.begin(), out.end(), 0.0);
-    if (bcc_plan_start(plan) != MPI_SUCCESS || out != ref) fail(e.name, "first start");
+    if (init(&plan) != MPI_SUCCESS) return fail(name, "init");
+    reset();
+    if (bcc_plan_start(plan) != MPI_SUCCESS || !good()) fail(name, "first start");
     const auto [m2, l2] = counts();
     for (int k = 0; k < starts; ++k) {
-      std::fill(out.begin(), out.end(), 0.0);
-      if (bcc_plan_start(plan) != MPI_SUCCESS || out != ref) fail(e.name, "later start");
+      reset();
+      if (bcc_plan_start(plan) != MPI_SUCCESS || !good()) fail(name, "later start");
     }
     const auto [m3, l3] = counts();
-    if (l3 != l2) fail(e.name, "later starts left registrations behind");
+    if (l3 != l2) fail(name, "later starts left registrations behind");
     bcc_plan_free(&plan);
-    if (counts().second != l0) fail(e.name, "bcc_plan_free left registrations behind");
-    report(e.name, m1 - m0, m3 - m2);
+    if (counts().second != l0) fail(name, "bcc_plan_free left registrations behind");
+    *plain_regs = m1 - m0;
+    *start_regs = m3 - m2;
+    report(name, m1 - m0, m3 - m2);
+  };
+  for (const AllreduceEntry& e : kAllreduce) {
+    if (e.applicable(size) != 1) continue;
+    uint64_t plain_regs = 0, start_regs = 0;
+    measure(
+        e.name, [&] { std::fill(out.begin(), out.end(), 0.0); },
+        [&] { return e.fn(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); },
+        [&](bcc_plan* plan) { return e.init(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, plan); },
+        [&] { return out == ref; }, &plain_regs, &start_regs);
     if (size > 1 && std::strcmp(e.name, "bcc_recursive_doubling_allreduce") == 0) {
       saw_rd = true;
-      if (m1 - m0 == 0) fail(e.name, "a plain call registered nothing (is every send piggybacked?)");
-      if (m3 != m2) fail(e.name, "a later start registered memory of the user's buffer again");
+      if (plain_regs == 0) fail(e.name, "a plain call registered nothing (is every send piggybacked?)");
+      if (start_regs != 0) fail(e.name, "a later start registered memory of the user's buffer again");
     }
   }
   std::vector<double> buf(n), bref(n);
+  for (size_t i = 0; i < n; ++i) bref[i] = double(int(i % 89) - 40);
   for (const BcastEntry& e : kBcast) {
     if (e.applicable(size) != 1) continue;
-    for (size_t i = 0; i < n; ++i) bref[i] = double(int(i % 89) - 40);
-    const auto [m0, l0] = counts();
-    buf = rank == 0 ? bref : std::vector<double>(n, 0.0);
-    if (e.fn(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD) != MPI_SUCCESS || buf != bref) fail(e.name, "plain call");
-    const auto [m1, l1] = counts();
-    if (l1 != l0) fail(e.name, "a plain call left registrations behind");
-    bcc_plan plan = nullptr;
-    if (e.init(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &plan) != MPI_SUCCESS) {
-      fail(e.name, "init");
-      continue;
-    }
-    if (rank != 0) std::fill(buf.begin(), buf.end(), 0.0);
-    if (bcc_plan_start(plan) != MPI_SUCCESS || buf != bref) fail(e.name, "first start");
-    const auto [m2, l2] = counts();
-    for (int k = 0; k < starts; ++k) {
-      if (rank != 0) std::fill(buf.begin(), buf.end(), 0.0);
-      if (bcc_plan_start(plan) != MPI_SUCCESS || buf != bref) fail(e.name, "later start");
-    }
-    const auto [m3, l3] = counts();
-    if (l3 != l2) fail(e.name, "later starts left registrations behind");
-    bcc_plan_free(&plan);
-    if (counts().second != l0) fail(e.name, "bcc_plan_free left registrations behind");
-    report(e.name, m1 - m0, m3 - m2);
+    uint64_t plain_regs = 0, start_regs = 0;
+    buf = bref;  // the root's data; the others' is cleared before each call
+    measure(
+        e.name, [&] { if (rank != 0) std::fill(buf.begin(), buf.end(), 0.0); },
+        [&] { return e.fn(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD); },
+        [&](bcc_plan* plan) { return e.init(buf.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD, plan); },
+        [&] { return buf == bref; }, &plain_regs, &start_regs);
   }
   if (size > 1 && !saw_rd) fail("bcc_recursive_doubling_allreduce", "not in the library");
   if (size > 1 && sum_start >= sum_plain) fail("all schedules", "later starts register as much as plain calls");
