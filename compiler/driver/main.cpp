@@ -9,6 +9,9 @@
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "bine/builtins.hpp"
 #include "check.h"
@@ -732,6 +735,13 @@ int exec_rewrite(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef __GLIBC__
+  // Blocks of 1 MiB and more straight from the kernel and back to it when freed: glibc's
+  // default threshold rises after the first large free, and freed heap memory stays in the
+  // process, so instantiation's round chunks, freed as each round is concatenated
+  // (instantiate.cpp, RoundArenas), would double the peak at p = 2^20.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   if (argc > 1 && std::string(argv[1]) == "rewrite") return exec_rewrite(argc, argv);
   CLI::App app{
       "bine-cc: write collective-communication schedules once, prove them, and generate MPI code.\n\n"

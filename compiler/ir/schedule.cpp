@@ -129,6 +129,18 @@ RankRounds::RankRounds(const std::vector<RoundOps>& rounds) {
 }
 
 void RankRounds::add(size_t t, Op op) {
+  if (store_) {  // a view: own copy first
+    std::vector<Op> ops;
+    std::vector<uint32_t> start{0};
+    for (size_t u = 0; u < store_->rounds(); ++u) {
+      const Round rd = store_->round(u, rank_);
+      ops.insert(ops.end(), rd.begin(), rd.end());
+      start.push_back(uint32_t(ops.size()));
+    }
+    store_.reset();
+    ops_ = std::move(ops);
+    start_ = std::move(start);
+  }
   ops_.insert(ops_.begin() + start_[t + 1], std::move(op));
   for (size_t u = t + 1; u < start_.size(); ++u) ++start_[u];
 }

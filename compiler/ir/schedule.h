@@ -175,9 +175,28 @@ class Round {
   const Op* e_ = nullptr;
 };
 
-/// Every round of one rank: its ops in one array, round after round (no vector per round:
-/// at p = 2^20 a Bine allreduce has 21 million rounds of two ops). Round t is ops
-/// [start[t], start[t + 1]).
+/// Every rank's ops of an instance, round-major: round t's ops of all ranks adjacent, rank
+/// after rank (the order the verifier and the cost model read them: a round touches every
+/// rank and its peers, which in rank-major storage are a page apart each). Built once by
+/// instantiation, then read-only and shared by the RankRounds views of its schedule.
+/// Rank r's round t is ops[t][at[t * (p + 1) + r], at[t * (p + 1) + r + 1]).
+struct RoundStore {
+  int64_t p = 0;                       ///< ranks
+  std::vector<std::vector<Op>> ops;    ///< [round] the round's ops, rank after rank
+  std::vector<uint32_t> at;            ///< T * (p + 1) offsets into the rounds (see above)
+  size_t rounds() const { return ops.size(); }
+  Round round(size_t t, size_t r) const {
+    const uint32_t* a = at.data() + t * size_t(p + 1) + r;
+    const Op* o = ops[t].data();
+    return Round(o + a[0], o + a[1]);
+  }
+};
+
+/// Every round of one rank. Either its own ops in one array, round after round (schedules
+/// built by hand, the reference oracle; round t is ops [start[t], start[t + 1])), or a view
+/// of rank r in a RoundStore (instantiated schedules; no vector per round: at p = 2^20 a
+/// Bine allreduce has 21 million rounds of two ops). Both read the same; add() turns a
+/// view into its own copy first.
 class RankRounds {
  public:
   RankRounds() = default;
@@ -186,18 +205,25 @@ class RankRounds {
   /// Takes `ops` (round after round) and the first op of each round (rounds + 1 entries,
   /// the last ops.size()).
   RankRounds(std::vector<Op> ops, std::vector<uint32_t> start) : ops_(std::move(ops)), start_(std::move(start)) {}
-  size_t size() const { return start_.empty() ? 0 : start_.size() - 1; }  ///< rounds
+  /// Rank r of `store`.
+  RankRounds(std::shared_ptr<const RoundStore> store, int64_t r) : store_(std::move(store)), rank_(uint32_t(r)) {}
+  size_t size() const {  ///< rounds
+    if (store_) return store_->rounds();
+    return start_.empty() ? 0 : start_.size() - 1;
+  }
   bool empty() const { return size() == 0; }
-  Round operator[](size_t t) const { return Round(ops_.data() + start_[t], ops_.data() + start_[t + 1]); }
+  Round operator[](size_t t) const {
+    if (store_) return store_->round(t, rank_);
+    return Round(ops_.data() + start_[t], ops_.data() + start_[t + 1]);
+  }
   /// `n` empty rounds.
   void assign(size_t n) {
+    store_.reset();
     ops_.clear();
     start_.assign(n + 1, 0);
   }
   /// Appends `op` to round t (shifts the later rounds: for building small schedules).
   void add(size_t t, Op op);
-  /// Every op of the rank, round after round.
-  const std::vector<Op>& ops() const { return ops_; }
 
   class iterator {
    public:
@@ -220,6 +246,8 @@ class RankRounds {
  private:
   std::vector<Op> ops_;
   std::vector<uint32_t> start_;
+  std::shared_ptr<const RoundStore> store_;  ///< set for a view
+  uint32_t rank_ = 0;
 };
 
 struct Schedule {

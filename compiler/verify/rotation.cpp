@@ -13,32 +13,50 @@ class Rotation {
         a_.ranks.size() != b_.ranks.size())
       return "the instances differ in p, block count, scratch buffers or rounds";
     if (a_.fold_helper.size() != b_.fold_helper.size()) return "the fold sets aside other ranks";
+    // Round after round (the order of the round-major op storage) to find out whether
+    // anything differs; only then rank after rank, to name the first difference in (rank,
+    // round) order.
+    bool differs = false;
+    for (int64_t x = 0; x < p_ && !differs && !a_.fold_helper.empty(); ++x)
+      differs = a_.fold_helper[size_t(x)] != b_.fold_helper[size_t(rho(x))];
+    for (int64_t t = 0; t < a_.num_rounds && !differs; ++t)
+      for (int64_t x = 0; x < p_ && !differs; ++x) differs = !round_mismatch(x, t).empty();
+    if (!differs) return "";
     for (int64_t x = 0; x < p_; ++x) {
       const int64_t y = rho(x);
       if (!a_.fold_helper.empty() && a_.fold_helper[size_t(x)] != b_.fold_helper[size_t(y)])
         return "rank " + std::to_string(y) + ": the fold sets it aside differently";
       for (int64_t t = 0; t < a_.num_rounds; ++t) {
-        const Round& ra = a_.ranks[size_t(x)][size_t(t)];
-        const Round& rb = b_.ranks[size_t(y)][size_t(t)];
-        const std::string where = "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": ";
-        if (ra.size() != rb.size())
-          return where + std::to_string(rb.size()) + " operations instead of the " + std::to_string(ra.size()) +
-                 " of rank " + std::to_string(x) + " for root 0";
-        for (size_t i = 0; i < ra.size(); ++i) {
-          const std::string d = op_mismatch(ra[i], rb[i]);
-          if (!d.empty())
-            return where + "operation " + std::to_string(i) + " " + d + " (rank " + std::to_string(x) + " for root 0)";
-        }
-        if (rank_blocks_) {
-          const std::string d = pairing_mismatch(x, t);
-          if (!d.empty()) return where + d;
-        }
+        const std::string d = round_mismatch(x, t);
+        if (!d.empty()) return d;
       }
     }
     return "";
   }
 
  private:
+  /// How round t of rank rho(x) differs from rank x's rotated ("" when it does not).
+  std::string round_mismatch(int64_t x, int64_t t) const {
+    const int64_t y = rho(x);
+    if (!a_.fold_helper.empty() && a_.fold_helper[size_t(x)] != b_.fold_helper[size_t(y)])
+      return "rank " + std::to_string(y) + ": the fold sets it aside differently";
+    const Round& ra = a_.ranks[size_t(x)][size_t(t)];
+    const Round& rb = b_.ranks[size_t(y)][size_t(t)];
+    // The message prefix only on a mismatch (this visits every op of the instance).
+    auto where = [&] { return "rank " + std::to_string(y) + ", round " + std::to_string(t) + ": "; };
+    if (ra.size() != rb.size())
+      return where() + std::to_string(rb.size()) + " operations instead of the " + std::to_string(ra.size()) + " of rank " +
+             std::to_string(x) + " for root 0";
+    for (size_t i = 0; i < ra.size(); ++i) {
+      const std::string d = op_mismatch(ra[i], rb[i]);
+      if (!d.empty()) return where() + "operation " + std::to_string(i) + " " + d + " (rank " + std::to_string(x) + " for root 0)";
+    }
+    if (rank_blocks_) {
+      const std::string d = pairing_mismatch(x, t);
+      if (!d.empty()) return where() + d;
+    }
+    return "";
+  }
   int64_t rho(int64_t x) const { return (x + R_) % p_; }
   /// Rank-indexed blocks are rank numbers and rotate with them; vector blocks do not.
   BlockSet rotated(const BlockSet& s) const {
@@ -46,6 +64,11 @@ class Rotation {
     BlockSet out;
     for (const auto& [lo, hi] : s.ranges()) out = out | BlockSet::wrap(lo + R_, hi + R_, p_);
     return out;
+  }
+  /// Whether b is a rotated: interned sets compare by id when nothing rotates.
+  bool same_blocks(BlockSetRef b, BlockSetRef a) const {
+    if (!rank_blocks_ || R_ == 0) return b == a;
+    return b.get() == rotated(a);
   }
   /// Blocks of s that wrap to the front under the rotation.
   int64_t wrapping(const BlockSet& s) const { return (s & (BlockSet::all(p_) - BlockSet::all(p_ - R_))).size(); }
@@ -62,7 +85,7 @@ class Rotation {
       const auto& sb = std::get<SendOp>(b);
       if (sb.peer != rho(sa->peer))
         return "sends to rank " + std::to_string(sb.peer) + ", not " + std::to_string(rho(sa->peer));
-      if (!(sb.blocks == rotated(sa->blocks)))
+      if (!same_blocks(sb.blocks, sa->blocks))
         return "sends blocks " + format_blocks(sb.blocks) + ", not " + format_blocks(rotated(sa->blocks));
       return "";
     }
@@ -70,14 +93,14 @@ class Rotation {
       const auto& rb = std::get<RecvOp>(b);
       if (rb.peer != rho(ra->peer))
         return "receives from rank " + std::to_string(rb.peer) + ", not " + std::to_string(rho(ra->peer));
-      if (!(rb.blocks == rotated(ra->blocks)))
+      if (!same_blocks(rb.blocks, ra->blocks))
         return "receives blocks " + format_blocks(rb.blocks) + ", not " + format_blocks(rotated(ra->blocks));
       if (rb.reduce != ra->reduce) return rb.reduce ? "reduces instead of copying" : "copies instead of reducing";
       return "";
     }
     if (const auto* la = std::get_if<LocalOp>(&a)) {
       const auto& lb = std::get<LocalOp>(b);
-      if (lb.reduce != la->reduce || !(lb.src == rotated(la->src)) || !(lb.blocks == rotated(la->blocks)))
+      if (lb.reduce != la->reduce || !same_blocks(lb.src, la->src) || !same_blocks(lb.blocks, la->blocks))
         return "is another local statement";
       if (rank_blocks_ && !same_pairing(la->src, la->blocks)) return "pairs other blocks after the rotation";
       return "";

@@ -15,52 +15,60 @@ struct Term {
   int32_t block = 0;      ///< block index of all leaves, or -2 when mixed
   int32_t lo = 0, hi = 0; ///< min / max leaf rank
   int32_t count = 1;      ///< number of leaves (each rank at most once: RankSets::unite)
-  int32_t set = kNone;    ///< the exact set of leaf ranks (a RankSets id)
+  /// The exact set of leaf ranks: a RankSets id (>= 0), or, at most -2, the circular
+  /// interval of `count` ranks from rank -2 - set on (mod p; Verifier::circ()).
+  int32_t set = kNone;
   bool ordered = true;    ///< leaves in increasing rank order, no gaps
 };
 
 /// Open-addressing hash map from a 64-bit key (never ~0) to an int32 value: linear
 /// probing, power-of-two capacity, load at most 3/4. The verifier's hot lookups (term
-/// hash-consing, memoized unions) without a heap node per entry.
+/// hash-consing, memoized unions) without a heap node per entry. A key and its value share
+/// one 12-byte slot: a probe is one cache miss, not one per array.
 class FlatMap {
  public:
-  /// The value of key k, or null.
-  const int32_t* find(uint64_t k) const {
-    if (keys_.empty()) return nullptr;
-    for (size_t i = slot(k);; i = (i + 1) & (keys_.size() - 1)) {
-      if (keys_[i] == k) return &vals_[i];
-      if (keys_[i] == kEmpty) return nullptr;
+  /// Whether key k is present; its value in *v if so.
+  bool find(uint64_t k, int32_t* v) const {
+    if (slots_.empty()) return false;
+    for (size_t i = slot(k);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].key == k) {
+        *v = slots_[i].val;
+        return true;
+      }
+      if (slots_[i].key == kEmpty) return false;
     }
   }
   /// Inserts k -> v (k must be absent).
   void insert(uint64_t k, int32_t v) {
-    if (4 * (n_ + 1) > 3 * keys_.size()) grow();
+    if (4 * (n_ + 1) > 3 * slots_.size()) grow();
     size_t i = slot(k);
-    while (keys_[i] != kEmpty) i = (i + 1) & (keys_.size() - 1);
-    keys_[i] = k;
-    vals_[i] = v;
+    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
+    slots_[i].key = k;
+    slots_[i].val = v;
     ++n_;
   }
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t(0);
+  struct __attribute__((packed)) Slot {
+    uint64_t key = kEmpty;
+    int32_t val = 0;
+  };
+  static_assert(sizeof(Slot) == 12);
   size_t slot(uint64_t k) const {
     k ^= k >> 33;
     k *= 0xFF51AFD7ED558CCDull;
     k ^= k >> 33;
-    return size_t(k) & (keys_.size() - 1);
+    return size_t(k) & (slots_.size() - 1);
   }
   void grow() {
-    std::vector<uint64_t> keys = std::move(keys_);
-    std::vector<int32_t> vals = std::move(vals_);
-    keys_.assign(std::max<size_t>(16, 2 * keys.size()), kEmpty);
-    vals_.assign(keys_.size(), 0);
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(16, 2 * old.size()), Slot{});
     n_ = 0;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] != kEmpty) insert(keys[i], vals[i]);
+    for (const Slot& e : old)
+      if (e.key != kEmpty) insert(e.key, e.val);
   }
-  std::vector<uint64_t> keys_;
-  std::vector<int32_t> vals_;
+  std::vector<Slot> slots_;
   size_t n_ = 0;
 };
 
@@ -74,9 +82,14 @@ class FlatMap {
 class RankSets {
  public:
   using Interval = std::pair<int32_t, int32_t>;
-  /// {r}.
-  int32_t singleton(int64_t r) {
-    cand_.assign(1, {int32_t(r), int32_t(r + 1)});
+  /// [lo, hi).
+  int32_t interval(int64_t lo, int64_t hi) {
+    cand_.assign(1, {int32_t(lo), int32_t(hi)});
+    return intern();
+  }
+  /// [lo1, hi1) u [lo2, hi2), the first below the second and not adjacent to it.
+  int32_t two_intervals(int64_t lo1, int64_t hi1, int64_t lo2, int64_t hi2) {
+    cand_.assign({{int32_t(lo1), int32_t(hi1)}, {int32_t(lo2), int32_t(hi2)}});
     return intern();
   }
   /// a u b when a and b are disjoint, else kNone (a contribution counted twice).
@@ -87,7 +100,7 @@ class RankSets {
     const bool memo = end(a) - begin(a) + (end(b) - begin(b)) > 4;
     const uint64_t key = (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
     if (memo)
-      if (const int32_t* hit = unions_.find(key)) return *hit;
+      if (int32_t hit; unions_.find(key, &hit)) return hit;
     cand_.clear();
     const Interval *x = begin(a), *xe = end(a), *y = begin(b), *ye = end(b);
     int32_t res = kNone;
@@ -255,20 +268,19 @@ class Verifier {
       if (s_.collective == Collective::barrier) step_heard(t);
     }
     res.ok = check_post(res);
-    for (int64_t x = 0; x < s_.p && keeps_blocks_; ++x)
-      for (const Round& rd : s_.ranks[size_t(x)])
-        for (const Op& op : rd)
-          if (std::holds_alternative<LocalOp>(op) || std::holds_alternative<PermuteOp>(op)) keeps_blocks_ = false;
     res.keeps_blocks = keeps_blocks_;
     res.direct = s_.collective == Collective::alltoall && direct_;
     if (!res.ok) res.counterexample = cex_;
-    for (int64_t x = 0; x < s_.p; ++x)
-      for (const Round& rd : s_.ranks[size_t(x)])
-        for (const Op& op : rd)
-          if (std::holds_alternative<SendOp>(op)) {
-            ++res.messages;
-            res.blocks_moved += blocks_of(op).size();
-          }
+    any_op_round([&](int64_t, int64_t, const Round& rd) {
+      for (const Op& op : rd) {
+        if (std::holds_alternative<LocalOp>(op) || std::holds_alternative<PermuteOp>(op)) res.keeps_blocks = false;
+        if (std::holds_alternative<SendOp>(op)) {
+          ++res.messages;
+          res.blocks_moved += blocks_of(op).size();
+        }
+      }
+      return false;
+    });
     return res;
   }
 
@@ -305,7 +317,24 @@ class Verifier {
   using K = Counterexample::Kind;
 
   // ---- structure ----
+  /// Whether f(x, t, round) holds for some rank x and round t, visited round after round
+  /// (the order of the round-major op storage, schedule.h RoundStore): the structural checks
+  /// scan in this order and, only when something is wrong, again rank by rank to report the
+  /// first failure in (rank, round) order.
+  template <class F>
+  bool any_op_round(F f) const {
+    for (int64_t t = 0; t < s_.num_rounds; ++t)
+      for (int64_t x = 0; x < s_.p; ++x)
+        if (f(x, t, s_.ranks[size_t(x)][size_t(t)])) return true;
+    return false;
+  }
   bool check_peers() {
+    const bool self = any_op_round([](int64_t x, int64_t, const Round& rd) {
+      for (const Op& op : rd)
+        if (peer_of(op) == x) return true;
+      return false;
+    });
+    if (!self) return true;
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t t = 0; t < s_.num_rounds; ++t)
         for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
@@ -373,6 +402,24 @@ class Verifier {
     const Op& op = s_.ranks[size_t(x)][size_t(t)][i];
     return s_.ranks[size_t(peer_of(op))][size_t(t)][size_t(matching(t).mate_of(x, i))];
   }
+  /// The send that receive j of rank y in round t meets (a complete round's): the k-th send
+  /// of x to y for y's k-th receive from x (match_round's rule), found by scanning both
+  /// ranks' round when they are short (the butterflies and trees: one to four ops), so the
+  /// data-flow pass does not match every round a second time; else from the matching.
+  const Op& sender_of(int64_t y, int64_t t, size_t j) const {
+    const Round mine = s_.ranks[size_t(y)][size_t(t)];
+    const int64_t x = peer_of(mine[j]);
+    const Round theirs = s_.ranks[size_t(x)][size_t(t)];
+    if (mine.size() <= kDirectScan && theirs.size() <= kDirectScan) {
+      size_t k = 0;
+      for (size_t i = 0; i < j; ++i)
+        if (const auto* r = std::get_if<RecvOp>(&mine[i]); r && r->peer == x) ++k;
+      for (const Op& op : theirs)
+        if (const auto* snd = std::get_if<SendOp>(&op); snd && snd->peer == y && k-- == 0) return op;
+    }
+    return mate(y, t, j);
+  }
+  static constexpr size_t kDirectScan = 8;
   /// Round t's matching. When every round pairs up only one round's is kept (the passes
   /// go in round order; at p = 2^20 all rounds' would take 250 MB), recomputed when
   /// another round is asked for; after a failure, every round's (the deadlock search
@@ -555,22 +602,34 @@ class Verifier {
   /// Reduce receives land in scratch memory and are combined after the round's wait, in
   /// posting order (runtime end_round), so two reduce receives of one block do not race:
   /// step() combines them one after the other.
+  /// Receives i < j of one rank's round that write a common block (and do not both
+  /// reduce); the blocks they share, empty if none.
+  static BlockSet racing(const Round& rd, size_t i, size_t j) {
+    // A send reads the state at the start of the round and receives land at its end (the
+    // runtime receives into scratch what overlaps a send), so only two writes of one block
+    // conflict; two reduce receives are combined in posting order.
+    const auto* ri = std::get_if<RecvOp>(&rd[i]);
+    const auto* rj = std::get_if<RecvOp>(&rd[j]);
+    if (!ri || !rj || (ri->reduce && rj->reduce)) return BlockSet();
+    return ri->blocks.get() & rj->blocks.get();
+  }
   bool check_races() {
+    const bool race = any_op_round([](int64_t, int64_t, const Round& rd) {
+      for (size_t i = 0; i < rd.size(); ++i)
+        for (size_t j = i + 1; j < rd.size(); ++j)
+          if (!racing(rd, i, j).empty()) return true;
+      return false;
+    });
+    if (!race) return true;
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t t = 0; t < s_.num_rounds; ++t) {
         const Round& rd = s_.ranks[size_t(x)][size_t(t)];
         for (size_t i = 0; i < rd.size(); ++i) {
           const auto* ri = std::get_if<RecvOp>(&rd[i]);
           if (!ri) continue;
-          for (size_t j = 0; j < rd.size(); ++j) {
-            if (i == j) continue;
-            const BlockSet both = ri->blocks & blocks_of(rd[j]);
+          for (size_t j = i + 1; j < rd.size(); ++j) {
+            const BlockSet both = racing(rd, i, j);
             if (both.empty()) continue;
-            // A send reads the state at the start of the round and receives land at its end
-            // (the runtime receives into scratch what overlaps a send), so only two writes
-            // of one block conflict; two reduce receives are combined in posting order.
-            if (!std::holds_alternative<RecvOp>(rd[j]) || j < i) continue;
-            if (ri->reduce && std::get<RecvOp>(rd[j]).reduce) continue;
             Diagnostic& d = record(report(ri->origin, at(x, t, first_block(both)) + "race: blocks " + format_blocks(both) +
                                                           " are written by two receives in the same round"),
                                    K::race, x, t, first_block(both));
@@ -593,7 +652,7 @@ class Verifier {
       Term t;
       t.block = int32_t(block);
       t.lo = t.hi = int32_t(rank);
-      t.set = sets_.singleton(rank);
+      t.set = circ(rank);
       id = int32_t(terms_.size());
       terms_.push_back(t);
     }
@@ -605,13 +664,48 @@ class Verifier {
     const int32_t x = terms_[size_t(a)].block, y = terms_[size_t(b)].block;
     return x != y && x != -2 && y != -2;
   }
-  /// The union of the leaf sets of terms a and b (a RankSets id), or kNone when they share
-  /// a leaf rank (reducing them would count a contribution twice); combine() takes it, so each reduction unites its operands once.
-  int32_t leaf_union(int32_t a, int32_t b) { return sets_.unite(terms_[size_t(a)].set, terms_[size_t(b)].set); }
+  /// Leaf sets that are circular intervals of ranks (mod p) are kept in the term itself,
+  /// not interned (Term::set <= -2: the start; the length is the term's count): the sets
+  /// butterflies and trees build are such intervals, a new one for nearly every rank and
+  /// round (about p log2 p at p = 2^20), and two adjacent ones unite in O(1) without
+  /// touching the interning table. Others are RankSets ids.
+  static int32_t circ(int64_t start) { return int32_t(-2 - start); }
+  static bool is_circ(int32_t set) { return set <= -2; }
+  static int64_t circ_start(int32_t set) { return -2 - int64_t(set); }
+  /// Term a's leaf set as a RankSets id (interns a circular interval).
+  int32_t set_id(int32_t a) {
+    const Term& t = terms_[size_t(a)];
+    if (!is_circ(t.set)) return t.set;
+    const int64_t lo = circ_start(t.set), n = t.count;
+    if (n == s_.p) return sets_.interval(0, s_.p);
+    if (lo + n <= s_.p) return sets_.interval(lo, lo + n);
+    return sets_.two_intervals(0, lo + n - s_.p, lo, s_.p);
+  }
+  /// Whether term a's leaves are exactly ranks [0, n).
+  bool leaves_are_prefix(int32_t a, int64_t n) const {
+    const Term& t = terms_[size_t(a)];
+    if (is_circ(t.set)) return t.count == n && (circ_start(t.set) == 0 || t.count == s_.p);
+    return t.count == n && sets_.is_all(t.set, n);
+  }
+  /// The union of the leaf sets of terms a and b (a Term::set code), or kNone when they
+  /// share a leaf rank (reducing them would count a contribution twice); combine() takes
+  /// it, so each reduction unites its operands once.
+  int32_t leaf_union(int32_t a, int32_t b) {
+    const Term& x = terms_[size_t(a)];
+    const Term& y = terms_[size_t(b)];
+    if (is_circ(x.set) && is_circ(y.set) && int64_t(x.count) + y.count <= s_.p) {
+      // Two circular intervals whose lengths sum to at most p: when one ends where the
+      // other starts they are disjoint and their union is the interval from the first.
+      const int64_t xs = circ_start(x.set), ys = circ_start(y.set);
+      if ((xs + x.count) % s_.p == ys) return x.set;
+      if ((ys + y.count) % s_.p == xs) return y.set;
+    }
+    return sets_.unite(set_id(a), set_id(b));
+  }
   static uint64_t cons_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
   int32_t combine(int32_t a, int32_t b, int32_t leaves) {
     const uint64_t key = cons_key(a, b);
-    if (const int32_t* hit = consed_.find(key)) return *hit;
+    if (int32_t hit; consed_.find(key, &hit)) return hit;
     const Term& x = terms_[size_t(a)];
     const Term& y = terms_[size_t(b)];
     Term t;
@@ -712,7 +806,7 @@ class Verifier {
         const auto* rv = std::get_if<RecvOp>(&mine[j]);
         if (!rv) continue;
         const int64_t x = rv->peer;
-        const Op& snd = mate(y, t, j);
+        const Op& snd = sender_of(y, t, j);
         if (keeps_blocks_ && block_ref_of(snd) != rv->blocks) keeps_blocks_ = false;
         if (direct_ && rv->blocks.size() != 1) direct_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
@@ -751,7 +845,7 @@ class Verifier {
               }
               const int32_t leaves = leaf_union(o, v);
               if (leaves == kNone) {
-                const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
+                const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
                 Diagnostic& d = record(report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
                                                               (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " to block " +
                                                               std::to_string(b) + " reaches rank " + std::to_string(y) + " twice"),
@@ -850,7 +944,7 @@ class Verifier {
           }
           const int32_t leaves = leaf_union(o, v);
           if (leaves == kNone) {
-            const std::vector<int64_t> dup = sets_.intersection(terms_[size_t(o)].set, terms_[size_t(v)].set);
+            const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
             record(report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
                                      " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
                    K::double_count, y, t, d);
@@ -893,7 +987,7 @@ class Verifier {
     const Term& t = terms_[size_t(id)];
     // Every reduction checked its operands disjoint (leaf_union()), so the leaves are
     // distinct ranks and the set says exactly which.
-    const bool exact_ok = t.count == n && sets_.is_all(t.set, n);
+    const bool exact_ok = leaves_are_prefix(id, n);
     if (t.block != b) {
       Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
                                                         " ends up combined with data of another block"),
@@ -904,7 +998,7 @@ class Verifier {
     if (!exact_ok) {
       // Leaves are distinct ranks (leaf_union() refused every repeat), so a wrong set either
       // lacks ranks of [0, n) or has ranks beyond the prefix (scan, exscan).
-      const std::vector<int64_t> lost = sets_.complement(t.set, n), extra = sets_.from(t.set, n);
+      const std::vector<int64_t> lost = sets_.complement(set_id(id), n), extra = sets_.from(set_id(id), n);
       std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
       if (!extra.empty())
