@@ -128,7 +128,8 @@ struct Recorder {
 class RoundArenas {
  public:
   explicit RoundArenas(int64_t p) : p_(size_t(p)) {}
-  /// Moves rank x's recorded rounds in (x is the previous rank + 1) and empties `rec`.
+  /// Moves rank x's recorded rounds in (x is the previous rank + 1) and empties `rec`'s
+  /// rounds.
   void append(int64_t x, Recorder& rec) {
     BINE_ASSERT(size_t(x) == next_, "ranks appended out of order");
     const size_t K = rec.kinds.size();
@@ -149,7 +150,9 @@ class RoundArenas {
       }
       std::move(rec.ops.begin() + rec.start[k], rec.ops.begin() + rec.start[k + 1], std::back_inserter(chunks.back()));
     }
-    rec = Recorder{};
+    std::vector<Op>().swap(rec.ops);  // the rank's run stays as it is (the reference rank's is kept)
+    rec.start.assign(1, 0);
+    std::vector<RoundKind>().swap(rec.kinds);
     ++next_;
   }
   /// The store of T rounds (every rank appended); false when a round has 2^32 ops or more.

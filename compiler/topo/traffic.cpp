@@ -16,8 +16,9 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
   const std::vector<uint64_t> offsets = count_offsets(v);
   t.rounds.assign(size_t(s.num_rounds), ClassTraffic{});
   t.torus = m.torus[0] > 0;
-  for (int64_t r = 0; r < s.p; ++r)
-    for (int64_t k = 0; k < s.num_rounds && size_t(k) < s.ranks[size_t(r)].size(); ++k)
+  for (int64_t k = 0; k < s.num_rounds; ++k)  // round after round: the order ops are stored in (schedule.h)
+    for (int64_t r = 0; r < s.p; ++r) {
+      if (size_t(k) >= s.ranks[size_t(r)].size()) continue;
       for (const Op& op : s.ranks[size_t(r)][size_t(k)]) {
         const auto* send = std::get_if<SendOp>(&op);
         if (!send) continue;
@@ -33,6 +34,7 @@ TrafficResult count_traffic(const Schedule& s, const RankMap& m, const CostVecto
           t.hops.messages += h;
         }
       }
+    }
   return t;
 }
 

@@ -4,6 +4,7 @@
 // random rounds with repeated peers, non-transfer ops interleaved and missing partners.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <random>
 
 #include "schedule.h"
@@ -146,6 +147,50 @@ TEST_CASE("RankRounds: round t of the array is the t-th round given; add() appen
     rr.add(t, op);
     same();
   }
+}
+
+TEST_CASE("RankRounds views of a RoundStore read each rank's rounds; add() copies one view, not the store") {
+  // Oracle: the same ops given per rank (RankRounds owning them). The store is filled by
+  // hand, round-major, as instantiation fills it (schedule.h RoundStore).
+  std::mt19937 rng(7);
+  const int64_t p = 5;
+  const size_t T = 4;
+  std::vector<std::vector<RoundOps>> given(static_cast<size_t>(p), std::vector<RoundOps>(T));
+  auto store = std::make_shared<RoundStore>();
+  store->p = p;
+  store->ops.resize(T);
+  store->at.assign(T * size_t(p + 1), 0);
+  for (size_t t = 0; t < T; ++t)
+    for (int64_t x = 0; x < p; ++x) {
+      for (int k = int(rng() % 3); k > 0; --k) {
+        const Op op = SendOp{int64_t(rng() % uint64_t(p)), BlockSet::block(int64_t(rng() % 8), 8)};
+        given[size_t(x)][t].push_back(op);
+        store->ops[t].push_back(op);
+      }
+      store->at[t * size_t(p + 1) + size_t(x) + 1] = uint32_t(store->ops[t].size());
+    }
+  std::vector<RankRounds> views;
+  for (int64_t x = 0; x < p; ++x) views.emplace_back(store, x);
+  auto same = [&](const RankRounds& rr, const std::vector<RoundOps>& want) {
+    REQUIRE(rr.size() == want.size());
+    for (size_t t = 0; t < want.size(); ++t) {
+      REQUIRE(rr[t].size() == want[t].size());
+      for (size_t i = 0; i < want[t].size(); ++i) {
+        CHECK(peer_of(rr[t][i]) == peer_of(want[t][i]));
+        CHECK(blocks_of(rr[t][i]) == blocks_of(want[t][i]));
+      }
+    }
+  };
+  for (int64_t x = 0; x < p; ++x) same(views[size_t(x)], given[size_t(x)]);
+  const RankRounds before = views[2];  // a second view of rank 2, sharing the store
+  const Op extra = RecvOp{4, BlockSet::all(8), true};
+  views[2].add(1, extra);
+  std::vector<RoundOps> changed = given[2];
+  changed[1].push_back(extra);
+  same(views[2], changed);
+  same(before, given[2]);
+  for (int64_t x = 0; x < p; ++x)
+    if (x != 2) same(views[size_t(x)], given[size_t(x)]);
 }
 
 TEST_CASE("message_sizes_agree: equal sets for vector blocks, equal counts for rank-indexed blocks") {
