@@ -7,6 +7,8 @@
 #include "instantiate.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +20,24 @@
 #include "frames.h"
 
 namespace bine {
+
+namespace {
+/// -1: not set yet (the environment decides), 0: off, 1: on.
+std::atomic<int> g_batch_filters{-1};
+}  // namespace
+void set_batch_filters(bool on) { g_batch_filters.store(on ? 1 : 0); }
+bool batch_filters_enabled() {
+  int v = g_batch_filters.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("BINE_SCALAR_FILTERS");
+    v = e && *e && std::string(e) != "0" ? 0 : 1;
+    int expected = -1;
+    g_batch_filters.compare_exchange_strong(expected, v);
+    v = g_batch_filters.load();
+  }
+  return v == 1;
+}
+
 namespace {
 
 constexpr int64_t kMaxSteps = 50'000'000;  ///< loop iterations and fn calls per rank
@@ -644,12 +664,7 @@ class RankRun {
           case NameKind::unresolved: break;
         }
         internal_error(__FILE__, __LINE__, e.span.where() + ": unresolved name (sema resolves every name)");
-      case ExprKind::unary: {
-        const int64_t a = int_expr(*e.kids[0], at);
-        if (e.op == Tok::minus) return neg(a);
-        if (e.op == Tok::bang) return !a;
-        return ~a;
-      }
+      case ExprKind::unary: return apply_unary(e.op, int_expr(*e.kids[0], at));
       case ExprKind::binary: {
         if (e.kids[0]->type == Type::set) {
           const BlockSet x = eval_set(*e.kids[0], at), y = eval_set(*e.kids[1], at);
@@ -658,26 +673,7 @@ class RankRun {
         const int64_t a = int_expr(*e.kids[0], at);
         if (e.op == Tok::ampamp) return a && int_expr(*e.kids[1], at);
         if (e.op == Tok::pipepipe) return a || int_expr(*e.kids[1], at);
-        const int64_t b = int_expr(*e.kids[1], at);
-        switch (e.op) {
-          case Tok::plus: return bine::add(a, b);
-          case Tok::minus: return sub(a, b);
-          case Tok::star: return mul(a, b);
-          case Tok::slash: return checked(div(a, b), e.span);
-          case Tok::percent: return checked(rem(a, b), e.span);
-          case Tok::shl: return checked(shl(a, b), e.span);
-          case Tok::shr: return checked(shr(a, b), e.span);
-          case Tok::amp: return a & b;
-          case Tok::pipe: return a | b;
-          case Tok::caret: return a ^ b;
-          case Tok::eq: return a == b;
-          case Tok::ne: return a != b;
-          case Tok::lt: return a < b;
-          case Tok::le: return a <= b;
-          case Tok::gt: return a > b;
-          case Tok::ge: return a >= b;
-          default: internal_error(__FILE__, __LINE__, e.span.where() + ": an operator sema does not type as int");
-        }
+        return checked(apply_binary(e, a, int_expr(*e.kids[1], at)), e.span);
       }
       case ExprKind::ternary:
         return int_expr(*e.kids[0], at) ? int_expr(*e.kids[1], at) : int_expr(*e.kids[2], at);
@@ -715,6 +711,41 @@ class RankRun {
     if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
     const int64_t a = e.kids.empty() ? 0 : int_expr(*e.kids[0], at);  // regions() has none
     const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
+    return apply_builtin(e, a, b);
+  }
+  /// The value of unary operator `op` on `a` (wrapping, never a domain error).
+  static int64_t apply_unary(Tok op, int64_t a) {
+    if (op == Tok::minus) return neg(a);
+    if (op == Tok::bang) return !a;
+    return ~a;
+  }
+  /// The value of binary int operator e.op (not && or ||) on a and b; / % << >> raise the
+  /// domain-error flag (bine/builtins.hpp) where they are undefined.
+  static int64_t apply_binary(const Expr& e, int64_t a, int64_t b) {
+    switch (e.op) {
+      case Tok::plus: return bine::add(a, b);
+      case Tok::minus: return sub(a, b);
+      case Tok::star: return mul(a, b);
+      case Tok::slash: return div(a, b);
+      case Tok::percent: return rem(a, b);
+      case Tok::shl: return shl(a, b);
+      case Tok::shr: return shr(a, b);
+      case Tok::amp: return a & b;
+      case Tok::pipe: return a | b;
+      case Tok::caret: return a ^ b;
+      case Tok::eq: return a == b;
+      case Tok::ne: return a != b;
+      case Tok::lt: return a < b;
+      case Tok::le: return a <= b;
+      case Tok::gt: return a > b;
+      case Tok::ge: return a >= b;
+      default: internal_error(__FILE__, __LINE__, e.span.where() + ": an operator sema does not type as int");
+    }
+  }
+  /// The value of int built-in call `e` (not size or contains) on its argument values a and
+  /// b (0 where it has fewer arguments); raises the domain-error flag outside its domain.
+  static int64_t apply_builtin(const Expr& e, int64_t a, int64_t b) {
+    const BuiltinId id = BuiltinId(e.builtin);
     switch (id) {
       case BuiltinId::log2: return bine::log2(a);
       case BuiltinId::ceil_log2: return ceil_log2(a);
@@ -778,6 +809,7 @@ class RankRun {
       case ExprKind::set_filter: {
         const BlockSet dom = set_expr(*e.kids[0], at);
         BlockSet out;
+        if (batch_enabled() && batch_filter(e, dom, out)) return out;
         for (const auto& [lo, hi] : dom.ranges())
           for (int64_t i = lo; i < hi; ++i) {
             if (++steps_ > kMaxSteps) fail(e.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
@@ -847,6 +879,251 @@ class RankRun {
     return s;
   }
 
+  // ---- batched filters ----
+  // `{ i in S if c }` evaluates c once per block of S, so a filter over all blocks costs p
+  // tree walks per rank and op; for the locality-aware Bruck allgathers that was 85% of
+  // the time at p = 1000. batch_filter() evaluates c for up to kLanes blocks at once, node
+  // by node: a value that does not depend on i (most of c: r, the loop's variables, nu(r,
+  // p)) is computed once, the others lane by lane. Same result as the scalar loop, or
+  // none: a domain error, the step limit, calls nested too deeply, or a construct it does
+  // not evaluate (set operands, fns with loops or ifs) make it give up with nothing
+  // changed, and the scalar loop runs and reports exactly what it always did
+  // (docs/architecture.md, "Batched filters").
+  static constexpr size_t kLanes = 256;
+  /// A value per lane (`a`, kLanes entries of which the active ones are meaningful), or one
+  /// value for every lane (`a == nullptr`: `u`).
+  struct Lanes {
+    const int64_t* a = nullptr;
+    int64_t u = 0;
+    int64_t at(size_t j) const { return a ? a[j] : u; }
+  };
+  /// Scratch of batch_filter, reused by every rank of the thread: lane arrays (never moved
+  /// while a chunk is evaluated) and the frames of fn calls.
+  struct BatchScratch {
+    std::vector<std::unique_ptr<int64_t[]>> blocks;
+    size_t block = 0, used = 0;
+    std::vector<Lanes> frame;       ///< fn arguments, innermost call last
+    std::vector<size_t> frame_base;  ///< [batched call depth] where its arguments start
+    size_t n = 0;                   ///< lanes in this chunk
+    int slot = -1;                  ///< the filter's variable
+    const int64_t* ids = nullptr;   ///< its value per lane
+    int64_t* take() {
+      static constexpr size_t kBlock = 64 * kLanes;
+      if (used + kLanes > kBlock) ++block, used = 0;
+      if (block == blocks.size()) blocks.emplace_back(new int64_t[kBlock]);
+      int64_t* a = blocks[block].get() + used;
+      used += kLanes;
+      return a;
+    }
+  };
+  static BatchScratch& batch_scratch() {
+    thread_local BatchScratch b;
+    return b;
+  }
+  /// Whether `c` is made only of what bint() evaluates: int and bool operands, built-ins
+  /// other than size/contains, and fns whose body is straight-line (let, var, assignments,
+  /// then the result; memoised per fn: a chain of fns calling the previous one twice must
+  /// not be walked exponentially).
+  bool batchable(const Expr& c) {
+    switch (c.kind) {
+      case ExprKind::integer:
+      case ExprKind::boolean: return true;
+      case ExprKind::name: return c.ref != NameKind::unresolved;
+      case ExprKind::unary: return batchable(*c.kids[0]);
+      case ExprKind::binary: return c.kids[0]->type != Type::set && batchable(*c.kids[0]) && batchable(*c.kids[1]);
+      case ExprKind::ternary: return batchable(*c.kids[0]) && batchable(*c.kids[1]) && batchable(*c.kids[2]);
+      case ExprKind::call: {
+        for (const ExprPtr& k : c.kids)
+          if (k->type == Type::set || !batchable(*k)) return false;
+        if (c.builtin >= 0) {
+          const BuiltinId id = BuiltinId(c.builtin);
+          return id != BuiltinId::size && id != BuiltinId::contains && id != BuiltinId::buf && id != BuiltinId::bufs;
+        }
+        const FnDecl& f = fn_of(c);
+        for (const auto& [g, ok] : fn_batchable_)
+          if (g == &f) return ok;
+        bool ok = batchable(*f.body);
+        for (const StmtPtr& st : f.stmts)
+          ok = ok && (st->kind == StmtKind::let || st->kind == StmtKind::var || st->kind == StmtKind::assign) &&
+               batchable(*st->a);
+        fn_batchable_.emplace_back(&f, ok);
+        return ok;
+      }
+      default: return false;
+    }
+  }
+  const FnDecl& fn_of(const Expr& call) const {
+    return call.fn >= 0 ? rp_.fns[size_t(call.fn)] : rp_.program->fns[size_t(-2 - call.fn)];
+  }
+  /// Filter `e` over `dom` into `out` (empty on entry); false (out empty, steps_ and the
+  /// domain-error flag as on entry) when the scalar loop must do it.
+  bool batch_filter(const Expr& e, const BlockSet& dom, BlockSet& out) {
+    if (dom.empty() || domain_error_slot() || !batchable(*e.kids[1])) return false;
+    BatchScratch& B = batch_scratch();
+    const int64_t saved_steps = steps_;
+    auto give_up = [&] {
+      steps_ = saved_steps;
+      take_domain_error();
+      B.frame.clear();
+      B.frame_base.clear();
+      out = BlockSet();
+      return false;
+    };
+    B.slot = e.slot;
+    for (const auto& [lo, hi] : dom.ranges())
+      for (int64_t c0 = lo; c0 < hi; c0 += int64_t(kLanes)) {
+        B.n = size_t(std::min<int64_t>(int64_t(kLanes), hi - c0));
+        B.block = B.used = 0;
+        int64_t* ids = B.take();
+        for (size_t j = 0; j < B.n; ++j) ids[j] = c0 + int64_t(j);
+        B.ids = ids;
+        steps_ += int64_t(B.n);  // the scalar loop counts an iteration per block
+        Lanes c;
+        if (steps_ > kMaxSteps || !bint(*e.kids[1], nullptr, int64_t(B.n), c)) return give_up();
+        for (size_t j = 0; j < B.n; ++j)
+          if (c.at(j)) out.push_back_block(c0 + int64_t(j));
+      }
+    slots_[size_t(e.slot)].i = dom.ranges().back().second - 1;  // as the scalar loop leaves it
+    return true;
+  }
+  /// `e` (an int or bool expression, batchable()) for the lanes of the chunk whose mask `m`
+  /// entry is nonzero (every lane when m is null; `act` of them, at least one); the other
+  /// lanes' values are undefined. False: give up (see batch_filter).
+  bool bint(const Expr& e, const int64_t* m, int64_t act, Lanes& o) {
+    BatchScratch& B = batch_scratch();
+    const size_t n = B.n;
+    auto on = [m](size_t j) { return !m || m[j]; };
+    switch (e.kind) {
+      case ExprKind::integer:
+      case ExprKind::boolean: o = {nullptr, e.value}; return true;
+      case ExprKind::name:
+        switch (e.ref) {
+          case NameKind::p: o = {nullptr, p_}; return true;
+          case NameKind::r: o = {nullptr, r_}; return true;
+          case NameKind::root: o = {nullptr, root_}; return true;
+          case NameKind::commutative: o = {nullptr, commutative_}; return true;
+          case NameKind::slot:
+            o = e.slot == B.slot ? Lanes{B.ids, 0} : Lanes{nullptr, slots_[size_t(e.slot)].i};
+            return true;
+          case NameKind::fn_param:
+            if (B.frame_base.empty()) return false;  // fns see only their own parameters
+            o = B.frame[B.frame_base.back() + size_t(e.slot)];
+            return true;
+          case NameKind::unresolved: return false;
+        }
+        return false;
+      case ExprKind::unary: {
+        Lanes a;
+        if (!bint(*e.kids[0], m, act, a)) return false;
+        if (!a.a) {
+          o = {nullptr, apply_unary(e.op, a.u)};
+          return true;
+        }
+        int64_t* r = B.take();
+        for (size_t j = 0; j < n; ++j) r[j] = apply_unary(e.op, a.a[j]);
+        o = {r, 0};
+        return true;
+      }
+      case ExprKind::binary: {
+        Lanes a;
+        if (!bint(*e.kids[0], m, act, a)) return false;
+        if (e.op == Tok::ampamp || e.op == Tok::pipepipe) {
+          const bool conj = e.op == Tok::ampamp;
+          Lanes b;
+          if (!a.a) {  // every lane takes the same branch
+            if (conj != (a.u != 0)) {
+              o = {nullptr, conj ? 0 : 1};
+              return true;
+            }
+            if (!bint(*e.kids[1], m, act, b)) return false;
+          } else {  // the right operand only where the left one does not decide
+            int64_t* m2 = B.take();
+            int64_t act2 = 0;
+            for (size_t j = 0; j < n; ++j) act2 += m2[j] = on(j) && conj == (a.a[j] != 0);
+            if (act2 && !bint(*e.kids[1], m2, act2, b)) return false;
+          }
+          int64_t* r = B.take();
+          for (size_t j = 0; j < n; ++j) r[j] = a.at(j) ? (conj ? b.at(j) != 0 : 1) : (conj ? 0 : b.at(j) != 0);
+          o = {r, 0};
+          return true;
+        }
+        Lanes b;
+        if (!bint(*e.kids[1], m, act, b)) return false;
+        if (!a.a && !b.a) {
+          o = {nullptr, apply_binary(e, a.u, b.u)};
+        } else {
+          int64_t* r = B.take();
+          const bool raises = e.op == Tok::slash || e.op == Tok::percent || e.op == Tok::shl || e.op == Tok::shr;
+          for (size_t j = 0; j < n; ++j)
+            if (!raises || on(j)) r[j] = apply_binary(e, a.at(j), b.at(j));
+          o = {r, 0};
+        }
+        return !domain_error_slot();
+      }
+      case ExprKind::ternary: {
+        Lanes c;
+        if (!bint(*e.kids[0], m, act, c)) return false;
+        if (!c.a) return bint(*e.kids[c.u ? 1 : 2], m, act, o);
+        int64_t* m1 = B.take();
+        int64_t* m2 = B.take();
+        int64_t act1 = 0, act2 = 0;
+        for (size_t j = 0; j < n; ++j) {
+          act1 += m1[j] = on(j) && c.a[j] != 0;
+          act2 += m2[j] = on(j) && c.a[j] == 0;
+        }
+        Lanes x, y;
+        if (act1 && !bint(*e.kids[1], m1, act1, x)) return false;
+        if (act2 && !bint(*e.kids[2], m2, act2, y)) return false;
+        int64_t* r = B.take();
+        for (size_t j = 0; j < n; ++j) r[j] = c.a[j] ? x.at(j) : y.at(j);
+        o = {r, 0};
+        return true;
+      }
+      case ExprKind::call: {
+        if (e.builtin >= 0) {
+          Lanes a, b;
+          if (!e.kids.empty() && !bint(*e.kids[0], m, act, a)) return false;
+          if (e.kids.size() > 1 && !bint(*e.kids[1], m, act, b)) return false;
+          if (!a.a && !b.a) {
+            o = {nullptr, apply_builtin(e, a.u, b.u)};
+          } else {
+            int64_t* r = B.take();
+            for (size_t j = 0; j < n; ++j)
+              if (on(j)) r[j] = apply_builtin(e, a.at(j), b.at(j));
+            o = {r, 0};
+          }
+          return !domain_error_slot();
+        }
+        const FnDecl& f = fn_of(e);
+        const size_t base = B.frame.size();
+        for (const ExprPtr& k : e.kids) {
+          Lanes v;
+          if (!bint(*k, m, act, v)) return false;
+          B.frame.push_back(v);
+        }
+        // As call(): the depth limit, and a step per call on every lane that makes it.
+        if (frame_base_.size() + B.frame_base.size() > 256) return false;
+        steps_ += act;
+        if (steps_ > kMaxSteps) return false;
+        B.frame.resize(base + size_t(std::max<int64_t>(f.frame_size, int64_t(e.kids.size()))));
+        B.frame_base.push_back(base);
+        for (const StmtPtr& st : f.stmts) {  // let, var and assignments (batchable())
+          Lanes v;
+          if (!bint(*st->a, m, act, v)) return false;
+          B.frame[base + size_t(st->slot)] = v;
+        }
+        if (!bint(*f.body, m, act, o)) return false;
+        B.frame_base.pop_back();
+        B.frame.resize(base);
+        return true;
+      }
+      default: return false;
+    }
+  }
+  /// Batched filters on (the default); off only to compare them with the scalar loop
+  /// (set_batch_filters(), tests).
+  static bool batch_enabled() { return batch_filters_enabled(); }
+
   const RankProgram& rp_;
   SiteTable& sites_;
   int64_t rank_;
@@ -865,6 +1142,7 @@ class RankRun {
   bool in_round_ = false;
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
+  std::vector<std::pair<const FnDecl*, bool>> fn_batchable_;  ///< batchable() of fn bodies met so far
 };
 
 int Recorder::round(RoundKind kind, std::vector<RoundOp>& ops) {

@@ -34,4 +34,13 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
 InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const InstanceRequest& req,
                        Schedule& out, DiagnosticSink& diags, std::string* unmet = nullptr);
 
+/// Whether block-set filters `{ i in S if c }` evaluate `c` for many blocks at once (the
+/// default) or block after block. Both give the same sets, diagnostics and step counts;
+/// the block-by-block loop is the reference that tests compare the batches with
+/// (docs/architecture.md, "Batched filters"). The environment variable
+/// BINE_SCALAR_FILTERS=1 turns batches off in a process (read at its first instantiation).
+/// Not thread-safe against instantiations running at the time of the call.
+void set_batch_filters(bool on);
+bool batch_filters_enabled();
+
 }  // namespace bine
