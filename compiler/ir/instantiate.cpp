@@ -673,7 +673,14 @@ class RankRun {
         const int64_t a = int_expr(*e.kids[0], at);
         if (e.op == Tok::ampamp) return a && int_expr(*e.kids[1], at);
         if (e.op == Tok::pipepipe) return a || int_expr(*e.kids[1], at);
-        return checked(apply_binary(e, a, int_expr(*e.kids[1], at)), e.span);
+        const int64_t b = int_expr(*e.kids[1], at);
+        switch (e.op) {  // only these raise domain errors (the common ones skip the check)
+          case Tok::slash:
+          case Tok::percent:
+          case Tok::shl:
+          case Tok::shr: return checked(apply_binary(e, a, b), e.span);
+          default: return apply_binary(e, a, b);
+        }
       }
       case ExprKind::ternary:
         return int_expr(*e.kids[0], at) ? int_expr(*e.kids[1], at) : int_expr(*e.kids[2], at);
@@ -719,64 +726,75 @@ class RankRun {
     if (op == Tok::bang) return !a;
     return ~a;
   }
-  /// The value of binary int operator e.op (not && or ||) on a and b; / % << >> raise the
-  /// domain-error flag (bine/builtins.hpp) where they are undefined.
-  static int64_t apply_binary(const Expr& e, int64_t a, int64_t b) {
+  /// Calls k(f) with f(a, b) = binary int operator e.op (not && or ||): one table of the
+  /// operators for the scalar walk (apply_binary) and the batched one (a loop per
+  /// operator). / % << >> raise the domain-error flag (bine/builtins.hpp) where they are
+  /// undefined.
+  template <class K>
+  [[gnu::always_inline]] static int64_t binary_op(const Expr& e, K&& k) {
     switch (e.op) {
-      case Tok::plus: return bine::add(a, b);
-      case Tok::minus: return sub(a, b);
-      case Tok::star: return mul(a, b);
-      case Tok::slash: return div(a, b);
-      case Tok::percent: return rem(a, b);
-      case Tok::shl: return shl(a, b);
-      case Tok::shr: return shr(a, b);
-      case Tok::amp: return a & b;
-      case Tok::pipe: return a | b;
-      case Tok::caret: return a ^ b;
-      case Tok::eq: return a == b;
-      case Tok::ne: return a != b;
-      case Tok::lt: return a < b;
-      case Tok::le: return a <= b;
-      case Tok::gt: return a > b;
-      case Tok::ge: return a >= b;
+      case Tok::plus: return k([](int64_t a, int64_t b) { return bine::add(a, b); });
+      case Tok::minus: return k([](int64_t a, int64_t b) { return sub(a, b); });
+      case Tok::star: return k([](int64_t a, int64_t b) { return mul(a, b); });
+      case Tok::slash: return k([](int64_t a, int64_t b) { return div(a, b); });
+      case Tok::percent: return k([](int64_t a, int64_t b) { return rem(a, b); });
+      case Tok::shl: return k([](int64_t a, int64_t b) { return shl(a, b); });
+      case Tok::shr: return k([](int64_t a, int64_t b) { return shr(a, b); });
+      case Tok::amp: return k([](int64_t a, int64_t b) { return a & b; });
+      case Tok::pipe: return k([](int64_t a, int64_t b) { return a | b; });
+      case Tok::caret: return k([](int64_t a, int64_t b) { return a ^ b; });
+      case Tok::eq: return k([](int64_t a, int64_t b) -> int64_t { return a == b; });
+      case Tok::ne: return k([](int64_t a, int64_t b) -> int64_t { return a != b; });
+      case Tok::lt: return k([](int64_t a, int64_t b) -> int64_t { return a < b; });
+      case Tok::le: return k([](int64_t a, int64_t b) -> int64_t { return a <= b; });
+      case Tok::gt: return k([](int64_t a, int64_t b) -> int64_t { return a > b; });
+      case Tok::ge: return k([](int64_t a, int64_t b) -> int64_t { return a >= b; });
       default: internal_error(__FILE__, __LINE__, e.span.where() + ": an operator sema does not type as int");
     }
   }
-  /// The value of int built-in call `e` (not size or contains) on its argument values a and
-  /// b (0 where it has fewer arguments); raises the domain-error flag outside its domain.
-  static int64_t apply_builtin(const Expr& e, int64_t a, int64_t b) {
-    const BuiltinId id = BuiltinId(e.builtin);
-    switch (id) {
-      case BuiltinId::log2: return bine::log2(a);
-      case BuiltinId::ceil_log2: return ceil_log2(a);
-      case BuiltinId::is_pow2: return is_pow2(a);
-      case BuiltinId::pow2: return pow2(a);
-      case BuiltinId::lowmask: return lowmask(a);
-      case BuiltinId::popcount: return popcount(a);
-      case BuiltinId::ctz: return ctz(a);
-      case BuiltinId::clz: return clz(a);
-      case BuiltinId::bitrev: return bitrev(a, b);
-      case BuiltinId::even: return even(a);
-      case BuiltinId::odd: return odd(a);
-      case BuiltinId::min: return bine::min(a, b);
-      case BuiltinId::max: return bine::max(a, b);
-      case BuiltinId::mod: return mod(a, b);
-      case BuiltinId::nb: return nb(a);
-      case BuiltinId::from_nb: return from_nb(a);
-      case BuiltinId::rho: return rho(a);
-      case BuiltinId::nu: return nu(a, b);
-      case BuiltinId::regions: return bine::regions();
-      case BuiltinId::region: return bine::region(a);
-      case BuiltinId::local_rank: return bine::local_rank(a);
-      case BuiltinId::region_size: return bine::region_size(a);
-      case BuiltinId::region_rank: return bine::region_rank(a, b);
-      case BuiltinId::equal_regions: return bine::equal_regions();
+  [[gnu::always_inline]] static int64_t apply_binary(const Expr& e, int64_t a, int64_t b) {
+    return binary_op(e, [&](auto f) { return f(a, b); });
+  }
+  /// Calls k(f) with f(a, b) = int built-in call `e` (not size or contains) on its
+  /// argument values a and b (0 where it has fewer arguments); f raises the domain-error
+  /// flag outside the built-in's domain. One table for the scalar and the batched walk.
+  template <class K>
+  [[gnu::always_inline]] static int64_t builtin_op(const Expr& e, K&& k) {
+    using I = int64_t;
+    switch (BuiltinId(e.builtin)) {
+      case BuiltinId::log2: return k([](I a, I) -> I { return bine::log2(a); });
+      case BuiltinId::ceil_log2: return k([](I a, I) -> I { return ceil_log2(a); });
+      case BuiltinId::is_pow2: return k([](I a, I) -> I { return is_pow2(a); });
+      case BuiltinId::pow2: return k([](I a, I) -> I { return pow2(a); });
+      case BuiltinId::lowmask: return k([](I a, I) -> I { return lowmask(a); });
+      case BuiltinId::popcount: return k([](I a, I) -> I { return popcount(a); });
+      case BuiltinId::ctz: return k([](I a, I) -> I { return ctz(a); });
+      case BuiltinId::clz: return k([](I a, I) -> I { return clz(a); });
+      case BuiltinId::bitrev: return k([](I a, I b) -> I { return bitrev(a, b); });
+      case BuiltinId::even: return k([](I a, I) -> I { return even(a); });
+      case BuiltinId::odd: return k([](I a, I) -> I { return odd(a); });
+      case BuiltinId::min: return k([](I a, I b) -> I { return bine::min(a, b); });
+      case BuiltinId::max: return k([](I a, I b) -> I { return bine::max(a, b); });
+      case BuiltinId::mod: return k([](I a, I b) -> I { return mod(a, b); });
+      case BuiltinId::nb: return k([](I a, I) -> I { return nb(a); });
+      case BuiltinId::from_nb: return k([](I a, I) -> I { return from_nb(a); });
+      case BuiltinId::rho: return k([](I a, I) -> I { return rho(a); });
+      case BuiltinId::nu: return k([](I a, I b) -> I { return nu(a, b); });
+      case BuiltinId::regions: return k([](I, I) -> I { return bine::regions(); });
+      case BuiltinId::region: return k([](I a, I) -> I { return bine::region(a); });
+      case BuiltinId::local_rank: return k([](I a, I) -> I { return bine::local_rank(a); });
+      case BuiltinId::region_size: return k([](I a, I) -> I { return bine::region_size(a); });
+      case BuiltinId::region_rank: return k([](I a, I b) -> I { return bine::region_rank(a, b); });
+      case BuiltinId::equal_regions: return k([](I, I) -> I { return bine::equal_regions(); });
       case BuiltinId::size:
       case BuiltinId::contains:
       case BuiltinId::buf:
       case BuiltinId::bufs: break;
     }
     internal_error(__FILE__, __LINE__, e.span.where() + ": unknown builtin " + e.name);
+  }
+  [[gnu::always_inline]] static int64_t apply_builtin(const Expr& e, int64_t a, int64_t b) {
+    return builtin_op(e, [&](auto f) { return f(a, b); });
   }
   BlockSet eval_set(const Expr& e, const Span& at) {
     BlockSet s = set_expr(e, at);
@@ -886,7 +904,7 @@ class RankRun {
   // by node: a value that does not depend on i (most of c: r, the loop's variables, nu(r,
   // p)) is computed once, the others lane by lane. Same result as the scalar loop, or
   // none: a domain error, the step limit, calls nested too deeply, or a construct it does
-  // not evaluate (set operands, fns with loops or ifs) make it give up with nothing
+  // not evaluate (set operands, fns with loops) make it give up with nothing
   // changed, and the scalar loop runs and reports exactly what it always did
   // (docs/architecture.md, "Batched filters").
   static constexpr size_t kLanes = 256;
@@ -921,7 +939,7 @@ class RankRun {
     return b;
   }
   /// Whether `c` is made only of what bint() evaluates: int and bool operands, built-ins
-  /// other than size/contains, and fns whose body is straight-line (let, var, assignments,
+  /// other than size/contains, and fns whose body has no loop (let, var, assignments, ifs,
   /// then the result; memoised per fn: a chain of fns calling the previous one twice must
   /// not be walked exponentially).
   bool batchable(const Expr& c) {
@@ -942,15 +960,63 @@ class RankRun {
         const FnDecl& f = fn_of(c);
         for (const auto& [g, ok] : fn_batchable_)
           if (g == &f) return ok;
-        bool ok = batchable(*f.body);
-        for (const StmtPtr& st : f.stmts)
-          ok = ok && (st->kind == StmtKind::let || st->kind == StmtKind::var || st->kind == StmtKind::assign) &&
-               batchable(*st->a);
+        const bool ok = batchable(*f.body) && batchable(f.stmts);
         fn_batchable_.emplace_back(&f, ok);
         return ok;
       }
       default: return false;
     }
+  }
+  /// A fn body's statements: let, var, assignments and ifs of them (no loops).
+  bool batchable(const Block& b) {
+    for (const StmtPtr& st : b) {
+      switch (st->kind) {
+        case StmtKind::let:
+        case StmtKind::var:
+        case StmtKind::assign:
+          if (!batchable(*st->a)) return false;
+          break;
+        case StmtKind::if_:
+          if (!batchable(*st->a) || !batchable(st->body) || !batchable(st->else_body)) return false;
+          break;
+        default: return false;
+      }
+    }
+    return true;
+  }
+  /// Runs a fn body's statements (batchable()) over the lanes of mask m (act of them) in
+  /// the frame at `base`: an assignment changes only those lanes, an `if` runs each branch
+  /// on the lanes that take it.
+  bool bexec(const Block& b, const int64_t* m, int64_t act, size_t base) {
+    BatchScratch& B = batch_scratch();
+    for (const StmtPtr& st : b) {
+      Lanes c;
+      if (!bint(*st->a, m, act, c)) return false;
+      if (st->kind != StmtKind::if_) {
+        Lanes& slot = B.frame[base + size_t(st->slot)];
+        if (m && (c.a || slot.a || c.u != slot.u)) {  // lanes outside m keep their value
+          int64_t* r = B.take();
+          for (size_t j = 0; j < B.n; ++j) r[j] = m[j] ? c.at(j) : slot.at(j);
+          c = {r, 0};
+        }
+        slot = c;
+        continue;
+      }
+      if (!c.a) {
+        if (!bexec(c.u ? st->body : st->else_body, m, act, base)) return false;
+        continue;
+      }
+      int64_t* m1 = B.take();
+      int64_t* m2 = B.take();
+      int64_t act1 = 0, act2 = 0;
+      for (size_t j = 0; j < B.n; ++j) {
+        act1 += m1[j] = (!m || m[j]) && c.a[j] != 0;
+        act2 += m2[j] = (!m || m[j]) && c.a[j] == 0;
+      }
+      if (act1 && !bexec(st->body, m1, act1, base)) return false;
+      if (act2 && !bexec(st->else_body, m2, act2, base)) return false;
+    }
+    return true;
   }
   const FnDecl& fn_of(const Expr& call) const {
     return call.fn >= 0 ? rp_.fns[size_t(call.fn)] : rp_.program->fns[size_t(-2 - call.fn)];
@@ -985,6 +1051,27 @@ class RankRun {
       }
     slots_[size_t(e.slot)].i = dom.ranges().back().second - 1;  // as the scalar loop leaves it
     return true;
+  }
+  /// r[j] = f(x_j, y_j) for the lanes of the chunk (only those whose mask entry is set
+  /// when m is given: f may raise a domain error on a lane the scalar walk skips), x_j
+  /// being lane j of x or x's uniform value.
+  template <class F>
+  static int64_t map_lanes(const int64_t* m, int64_t* r, const Lanes& x, const Lanes& y, F f) {
+    const size_t n = batch_scratch().n;
+    auto each = [&](auto xj, auto yj) {
+      if (m) {
+        for (size_t j = 0; j < n; ++j)
+          if (m[j]) r[j] = f(xj(j), yj(j));
+      } else {
+        for (size_t j = 0; j < n; ++j) r[j] = f(xj(j), yj(j));
+      }
+    };
+    auto lane = [](const int64_t* a) { return [a](size_t j) { return a[j]; }; };
+    auto same = [](int64_t u) { return [u](size_t) { return u; }; };
+    if (x.a && y.a) each(lane(x.a), lane(y.a));
+    else if (x.a) each(lane(x.a), same(y.u));
+    else each(same(x.u), lane(y.a));  // not both uniform: bint() computes those once
+    return 0;
   }
   /// `e` (an int or bool expression, batchable()) for the lanes of the chunk whose mask `m`
   /// entry is nonzero (every lane when m is null; `act` of them, at least one); the other
@@ -1054,8 +1141,7 @@ class RankRun {
         } else {
           int64_t* r = B.take();
           const bool raises = e.op == Tok::slash || e.op == Tok::percent || e.op == Tok::shl || e.op == Tok::shr;
-          for (size_t j = 0; j < n; ++j)
-            if (!raises || on(j)) r[j] = apply_binary(e, a.at(j), b.at(j));
+          binary_op(e, [&](auto f) { return map_lanes(raises ? m : nullptr, r, a, b, f); });
           o = {r, 0};
         }
         return !domain_error_slot();
@@ -1088,8 +1174,7 @@ class RankRun {
             o = {nullptr, apply_builtin(e, a.u, b.u)};
           } else {
             int64_t* r = B.take();
-            for (size_t j = 0; j < n; ++j)
-              if (on(j)) r[j] = apply_builtin(e, a.at(j), b.at(j));
+            builtin_op(e, [&](auto f) { return map_lanes(m, r, a, b, f); });
             o = {r, 0};
           }
           return !domain_error_slot();
@@ -1107,12 +1192,7 @@ class RankRun {
         if (steps_ > kMaxSteps) return false;
         B.frame.resize(base + size_t(std::max<int64_t>(f.frame_size, int64_t(e.kids.size()))));
         B.frame_base.push_back(base);
-        for (const StmtPtr& st : f.stmts) {  // let, var and assignments (batchable())
-          Lanes v;
-          if (!bint(*st->a, m, act, v)) return false;
-          B.frame[base + size_t(st->slot)] = v;
-        }
-        if (!bint(*f.body, m, act, o)) return false;
+        if (!bexec(f.stmts, m, act, base) || !bint(*f.body, m, act, o)) return false;
         B.frame_base.pop_back();
         B.frame.resize(base);
         return true;

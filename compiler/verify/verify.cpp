@@ -613,17 +613,46 @@ class Verifier {
     if (!ri || !rj || (ri->reduce && rj->reduce)) return BlockSet();
     return ri->blocks.get() & rj->blocks.get();
   }
-  bool check_races() {
-    const bool race = any_op_round([](int64_t, int64_t, const Round& rd) {
+  /// Whether some two receives of `rd` race (racing() nonempty for a pair): pairwise for a
+  /// few ops, else one sweep over the receives' block ranges in order of their start,
+  /// O(k log k) for k ranges (the pairs of a round of p - 1 receives, as in a one-round
+  /// alltoall, were p^3 / 2 tests per instance: 85% of its check at p = 700).
+  bool round_races(const Round& rd) {
+    if (rd.size() <= kDirectScan) {
       for (size_t i = 0; i < rd.size(); ++i)
         for (size_t j = i + 1; j < rd.size(); ++j)
           if (!racing(rd, i, j).empty()) return true;
       return false;
-    });
+    }
+    std::vector<RaceRange>& rs = race_ranges_;
+    rs.clear();
+    for (size_t i = 0; i < rd.size(); ++i)
+      if (const auto* r = std::get_if<RecvOp>(&rd[i]))
+        for (const auto& [lo, hi] : r->blocks.get().ranges()) rs.push_back({lo, hi, r->reduce});
+    std::sort(rs.begin(), rs.end(), [](const RaceRange& a, const RaceRange& b) { return a.lo < b.lo; });
+    // A range overlaps an earlier one (in this order) iff that one ends after its start;
+    // the ranges of one receive are disjoint, so an overlap is between two receives, and
+    // it races unless both reduce.
+    int64_t end_any = INT64_MIN, end_copy = INT64_MIN;
+    for (const RaceRange& r : rs) {
+      if (r.lo < (r.reduce ? end_copy : end_any)) return true;
+      end_any = std::max(end_any, r.hi);
+      if (!r.reduce) end_copy = std::max(end_copy, r.hi);
+    }
+    return false;
+  }
+  struct RaceRange {
+    int64_t lo, hi;
+    bool reduce;
+  };
+  std::vector<RaceRange> race_ranges_;  ///< round_races() scratch
+  bool check_races() {
+    const bool race = any_op_round([this](int64_t, int64_t, const Round& rd) { return round_races(rd); });
     if (!race) return true;
     for (int64_t x = 0; x < s_.p; ++x)
       for (int64_t t = 0; t < s_.num_rounds; ++t) {
         const Round& rd = s_.ranks[size_t(x)][size_t(t)];
+        if (!round_races(rd)) continue;  // the pairs, to name the first, only where there is one
         for (size_t i = 0; i < rd.size(); ++i) {
           const auto* ri = std::get_if<RecvOp>(&rd[i]);
           if (!ri) continue;

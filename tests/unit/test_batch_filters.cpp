@@ -96,12 +96,15 @@ struct Gen {
       default: return "(" + num() + " " + cmp[pick(6)] + " " + num() + ")";
     }
   }
-  /// A whole file: two fns (one with a straight-line block body), a schedule whose rounds
+  /// A whole file: two fns (one with a block body with ifs), a schedule whose rounds
   /// send and receive filtered block sets, and a third fn with a loop (not batched).
   std::string program() {
     const std::vector<std::string> fv = {"x", "y", "p", "r"};
+    const std::vector<std::string> bv = {"a", "b", "y"};
     std::string s = "fn f1(x, y) {\n  let a = " + expr(fv, 2, false) + "\n  var b = " + expr({"x", "y", "a", "p"}, 2, false) +
-                    "\n  b = " + expr({"a", "b", "y"}, 2, false) + "\n  return " + expr({"a", "b", "x"}, 2, false) + "\n}\n";
+                    "\n  b = " + expr(bv, 2, false) + "\n  if " + cond(bv, 2, false) + " {\n    b = " + expr(bv, 2, false) +
+                    "\n  } else {\n    let e = " + expr(bv, 1, false) + "\n    if " + cond({"e", "b"}, 1, false) +
+                    " { b = " + expr({"e", "b", "x"}, 2, false) + " }\n  }\n  return " + expr({"a", "b", "x"}, 2, false) + "\n}\n";
     s += "fn f2(x) = " + expr({"x", "p", "r"}, 2, false) + "\n";
     s += "fn f3(x) {\n  var c = 0\n  for j in 0 .. mod(x, 4) { c = c + j }\n  return c\n}\n";
     const std::vector<std::string> sv = {"i", "r", "p", "t", "c", "i", "i"};
