@@ -161,12 +161,11 @@ std::string format_blocks(const BlockSet& s) {
 namespace {
 
 /// match_round()'s rule by direct search, for rounds where no rank posts more than
-/// kDirect ops (the butterflies and trees: one to four): the k-th send of x to y is paired
+/// kShortRound ops (schedule.h): the k-th send of x to y is paired
 /// with the k-th receive of y from x by scanning both ranks' few ops, linear in the round
 /// instead of sorting it. Returns false, leaving m partly filled, at the first transfer
 /// without a counterpart: the caller then redoes the round by sorting, which names the
 /// first unmatched transfer in (source, destination) order.
-constexpr size_t kDirect = 8;
 bool match_direct(const Schedule& s, int64_t t, RoundMatching& m) {
   for (int64_t x = 0; x < s.p; ++x) {
     const Round rd = s.ranks[size_t(x)][size_t(t)];
@@ -209,7 +208,7 @@ bool match_round(const Schedule& s, int64_t t, RoundMatching& m) {
   m.unmatched_send = false;
   m.src = m.dst = -1;
   m.k = 0;
-  if (widest <= kDirect) {
+  if (widest <= kShortRound) {
     if (match_direct(s, t, m)) return true;
     std::fill(m.mate.begin(), m.mate.end(), -1);
   }

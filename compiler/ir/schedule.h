@@ -321,8 +321,12 @@ struct RoundMatching {
   /// The op matching op i of rank r, or -1.
   int64_t mate_of(int64_t r, size_t i) const { return mate[size_t(at[size_t(r)]) + i]; }
 };
+/// Rounds in which a rank posts at most this many ops are handled by scanning its few ops
+/// directly (match_round(), and in the verifier a receive's send and the race check);
+/// longer rounds by sorting. The butterflies and trees post one to four.
+constexpr size_t kShortRound = 8;
 /// Matches round t of `s` (every rank's ops at t; peers must be ranks in [0, p)) into `m`,
-/// reusing its storage. O(n) when no rank posts more than 8 ops in the round (a direct
+/// reusing its storage. O(n) when no rank posts more than kShortRound ops in the round (a direct
 /// search of both ranks' ops), else O(n log n) (sorting the round's transfers). Returns m.complete: whether
 /// every send and receive of the round has its counterpart.
 bool match_round(const Schedule& s, int64_t t, RoundMatching& m);

@@ -410,7 +410,7 @@ class Verifier {
     const Round mine = s_.ranks[size_t(y)][size_t(t)];
     const int64_t x = peer_of(mine[j]);
     const Round theirs = s_.ranks[size_t(x)][size_t(t)];
-    if (mine.size() <= kDirectScan && theirs.size() <= kDirectScan) {
+    if (mine.size() <= kShortRound && theirs.size() <= kShortRound) {
       size_t k = 0;
       for (size_t i = 0; i < j; ++i)
         if (const auto* r = std::get_if<RecvOp>(&mine[i]); r && r->peer == x) ++k;
@@ -419,7 +419,6 @@ class Verifier {
     }
     return mate(y, t, j);
   }
-  static constexpr size_t kDirectScan = 8;
   /// Round t's matching. When every round pairs up only one round's is kept (the passes
   /// go in round order; at p = 2^20 all rounds' would take 250 MB), recomputed when
   /// another round is asked for; after a failure, every round's (the deadlock search
@@ -618,7 +617,7 @@ class Verifier {
   /// O(k log k) for k ranges (the pairs of a round of p - 1 receives, as in a one-round
   /// alltoall, were p^3 / 2 tests per instance: 85% of its check at p = 700).
   bool round_races(const Round& rd) {
-    if (rd.size() <= kDirectScan) {
+    if (rd.size() <= kShortRound) {
       for (size_t i = 0; i < rd.size(); ++i)
         for (size_t j = i + 1; j < rd.size(); ++j)
           if (!racing(rd, i, j).empty()) return true;
