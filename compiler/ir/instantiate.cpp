@@ -903,10 +903,10 @@ class RankRun {
   // the time at p = 1000. batch_filter() evaluates c for up to kLanes blocks at once, node
   // by node: a value that does not depend on i (most of c: r, the loop's variables, nu(r,
   // p)) is computed once, the others lane by lane. Same result as the scalar loop, or
-  // none: a domain error, the step limit, calls nested too deeply, or a construct it does
-  // not evaluate (set operands, fns with loops) make it give up with nothing
-  // changed, and the scalar loop runs and reports exactly what it always did
-  // (docs/architecture.md, "Batched filters").
+  // none: a domain error, the step limit, calls nested too deeply, 8 MiB of lane arrays for
+  // one chunk, or a construct it does not evaluate (set operands, fns with loops) make it
+  // give up with nothing changed, and the scalar loop runs and reports exactly what it
+  // always did (docs/architecture.md, "Batched filters").
   static constexpr size_t kLanes = 256;
   /// A value per lane (`a`, kLanes entries of which the active ones are meaningful), or one
   /// value for every lane (`a == nullptr`: `u`).
@@ -925,9 +925,21 @@ class RankRun {
     size_t n = 0;                   ///< lanes in this chunk
     int slot = -1;                  ///< the filter's variable
     const int64_t* ids = nullptr;   ///< its value per lane
+    /// take() ran out of its budget in this chunk: the batch gives up (bint() stops at the
+    /// next call, batch_filter() checks after the chunk). A condition whose fns call
+    /// others twice, level after level, would otherwise keep a lane array per call until
+    /// the step limit (2 KiB x 12 million calls at p = 4).
+    bool overflow = false;
+    int64_t spare[kLanes];          ///< what take() hands out once overflowed
+    static constexpr size_t kBlock = 64 * kLanes;
+    static constexpr size_t kMaxBlocks = 64;  ///< 8 MiB of lane arrays per chunk
     int64_t* take() {
-      static constexpr size_t kBlock = 64 * kLanes;
       if (used + kLanes > kBlock) ++block, used = 0;
+      if (block == kMaxBlocks) {
+        overflow = true;
+        block = kMaxBlocks - 1, used = kBlock;
+        return spare;
+      }
       if (block == blocks.size()) blocks.emplace_back(new int64_t[kBlock]);
       int64_t* a = blocks[block].get() + used;
       used += kLanes;
@@ -1040,12 +1052,13 @@ class RankRun {
       for (int64_t c0 = lo; c0 < hi; c0 += int64_t(kLanes)) {
         B.n = size_t(std::min<int64_t>(int64_t(kLanes), hi - c0));
         B.block = B.used = 0;
+        B.overflow = false;
         int64_t* ids = B.take();
         for (size_t j = 0; j < B.n; ++j) ids[j] = c0 + int64_t(j);
         B.ids = ids;
         steps_ += int64_t(B.n);  // the scalar loop counts an iteration per block
         Lanes c;
-        if (steps_ > kMaxSteps || !bint(*e.kids[1], nullptr, int64_t(B.n), c)) return give_up();
+        if (steps_ > kMaxSteps || !bint(*e.kids[1], nullptr, int64_t(B.n), c) || B.overflow) return give_up();
         for (size_t j = 0; j < B.n; ++j)
           if (c.at(j)) out.push_back_block(c0 + int64_t(j));
       }
@@ -1187,7 +1200,7 @@ class RankRun {
           B.frame.push_back(v);
         }
         // As call(): the depth limit, and a step per call on every lane that makes it.
-        if (frame_base_.size() + B.frame_base.size() > 256) return false;
+        if (frame_base_.size() + B.frame_base.size() > 256 || B.overflow) return false;
         steps_ += act;
         if (steps_ > kMaxSteps) return false;
         B.frame.resize(base + size_t(std::max<int64_t>(f.frame_size, int64_t(e.kids.size()))));

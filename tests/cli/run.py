@@ -15,8 +15,12 @@ import sys
 import tempfile
 
 
-def run(bine, args, cwd, stdin=None):
-    r = subprocess.run([bine, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120)
+def run(bine, args, cwd, stdin=None, mem_bytes=None):
+    def limit():  # an address-space limit for cases that must stay small (None: none)
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    r = subprocess.run([bine, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120,
+                       preexec_fn=limit if mem_bytes else None)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -24,8 +28,8 @@ def main():
     bine, src = sys.argv[1], sys.argv[2]
     failures = []
 
-    def case(name, args, rc, err=None, out=None, stdin=None, json_stderr=False):
-        got_rc, got_out, got_err = run(bine, args, src, stdin)
+    def case(name, args, rc, err=None, out=None, stdin=None, json_stderr=False, mem_bytes=None):
+        got_rc, got_out, got_err = run(bine, args, src, stdin, mem_bytes)
         problems = []
         if got_rc != rc:
             problems.append(f"exit {got_rc}, expected {rc}")
@@ -104,6 +108,20 @@ def main():
              ["check", deep, "--schedule", "s12", "--ranks", "2..2"], 1, err=r"inlines more than 4096 composed schedules")
         case("check: s11 (4094 inlined uses) verifies", ["check", deep, "--schedule", "s11", "--ranks", "2..2"], 0,
              out=r"s11 \(bcast\): verified p=2\.\.2, 2 instances")
+    with tempfile.TemporaryDirectory() as tmp:
+        # A block filter over fns that call the previous one twice, 25 levels deep, on a
+        # lane-dependent argument: the step limit stops it, in about as long as the
+        # block-by-block loop takes and in little memory (the batched filter gives up at 8 MiB
+        # of lane arrays; before that bound it kept 2 KiB per call: 24 GB at p = 4).
+        expfn = os.path.join(tmp, "expfn.bine")
+        with open(expfn, "w") as f:
+            f.write("fn g0(x) = x + 1\n")
+            for k in range(1, 26):
+                f.write(f"fn g{k}(x) = g{k - 1}(x) + g{k - 1}(x + 1)\n")
+            f.write("schedule s implements allgather {\n  blocks p\n  send { i in all if g25(i) > 0 } to r + 1\n"
+                    "  recv all from r - 1\n}\n")
+        case("check: a filter over exponentially many fn calls stops at the step limit, in 1 GiB",
+             ["check", expfn, "--ranks", "4"], 1, err=r"more than 50000000 loop iterations and fn calls", mem_bytes=1 << 30)
     with tempfile.TemporaryDirectory() as tmp:
         # Generated C names must be distinct: x_init is x's persistent form, plan_start the
         # header's own; the header must not be emitted with two definitions of one name.
