@@ -827,7 +827,7 @@ class RankRun {
       case ExprKind::set_filter: {
         const BlockSet dom = set_expr(*e.kids[0], at);
         BlockSet out;
-        if (batch_enabled() && batch_filter(e, dom, out)) return out;
+        if (batch_filters_enabled() && batch_filter(e, dom, out)) return out;
         for (const auto& [lo, hi] : dom.ranges())
           for (int64_t i = lo; i < hi; ++i) {
             if (++steps_ > kMaxSteps) fail(e.span, "more than " + std::to_string(kMaxSteps) + " loop iterations");
@@ -996,6 +996,21 @@ class RankRun {
     }
     return true;
   }
+  /// The lanes of mask m (every lane when null) split by condition c: m1 where c holds,
+  /// m2 where it does not, and how many of each.
+  struct Split {
+    int64_t *m1, *m2;
+    int64_t act1, act2;
+  };
+  static Split split(const int64_t* c, const int64_t* m) {
+    BatchScratch& B = batch_scratch();
+    Split sp{B.take(), B.take(), 0, 0};
+    for (size_t j = 0; j < B.n; ++j) {
+      sp.act1 += sp.m1[j] = (!m || m[j]) && c[j] != 0;
+      sp.act2 += sp.m2[j] = (!m || m[j]) && c[j] == 0;
+    }
+    return sp;
+  }
   /// Runs a fn body's statements (batchable()) over the lanes of mask m (act of them) in
   /// the frame at `base`: an assignment changes only those lanes, an `if` runs each branch
   /// on the lanes that take it.
@@ -1018,13 +1033,7 @@ class RankRun {
         if (!bexec(c.u ? st->body : st->else_body, m, act, base)) return false;
         continue;
       }
-      int64_t* m1 = B.take();
-      int64_t* m2 = B.take();
-      int64_t act1 = 0, act2 = 0;
-      for (size_t j = 0; j < B.n; ++j) {
-        act1 += m1[j] = (!m || m[j]) && c.a[j] != 0;
-        act2 += m2[j] = (!m || m[j]) && c.a[j] == 0;
-      }
+      const auto [m1, m2, act1, act2] = split(c.a, m);
       if (act1 && !bexec(st->body, m1, act1, base)) return false;
       if (act2 && !bexec(st->else_body, m2, act2, base)) return false;
     }
@@ -1163,13 +1172,7 @@ class RankRun {
         Lanes c;
         if (!bint(*e.kids[0], m, act, c)) return false;
         if (!c.a) return bint(*e.kids[c.u ? 1 : 2], m, act, o);
-        int64_t* m1 = B.take();
-        int64_t* m2 = B.take();
-        int64_t act1 = 0, act2 = 0;
-        for (size_t j = 0; j < n; ++j) {
-          act1 += m1[j] = on(j) && c.a[j] != 0;
-          act2 += m2[j] = on(j) && c.a[j] == 0;
-        }
+        const auto [m1, m2, act1, act2] = split(c.a, m);
         Lanes x, y;
         if (act1 && !bint(*e.kids[1], m1, act1, x)) return false;
         if (act2 && !bint(*e.kids[2], m2, act2, y)) return false;
@@ -1213,10 +1216,6 @@ class RankRun {
       default: return false;
     }
   }
-  /// Batched filters on (the default); off only to compare them with the scalar loop
-  /// (set_batch_filters(), tests).
-  static bool batch_enabled() { return batch_filters_enabled(); }
-
   const RankProgram& rp_;
   SiteTable& sites_;
   int64_t rank_;
