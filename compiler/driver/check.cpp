@@ -5,6 +5,7 @@
 
 #include "instantiate.h"
 #include "rotation.h"
+#include "symmetry.h"
 
 namespace bine {
 
@@ -61,6 +62,17 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
     rep.failed_root = 0;
     return rep;
   }
+  // A program that treats every root alike (symmetry.h) needs only root 0's instance.
+  RootSymmetry sym;
+  if (rooted && opt.rotation && opt.symmetry) {
+    sym = root_symmetry(rp);
+    rep.symmetric = sym.proved;
+    rep.symmetry_reason = sym.reason;
+    rep.symmetry_line = sym.at.valid() ? sym.at.line : 0;
+  }
+  // Whether the symmetry covers the instances with this value of `commutative`: not the
+  // non-commutative reducing ones (the reduction order follows the real ranks).
+  auto sym_applies = [&](bool commutative) { return sym.proved && !(collective_reduces(s.collective) && !commutative); };
   for (int64_t p = opt.p_lo; p <= opt.p_hi; ++p) {
     bool order_here = true, any_applicable = false, noncomm_applicable = false;
     std::string unmet_here;  ///< the first false clause at this p
@@ -69,14 +81,29 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
     // later roots are compared with (rotation.h).
     Schedule base[2];
     bool have_base[2] = {false, false};
-    if (rooted && p > opt.all_roots_up_to) rep.sampled_p.push_back(p);
-    for (int64_t root : roots_for(s, p, opt))
+    // Per value of `commutative`, where the symmetry applies: root 0 verified (and, with
+    // rank-indexed blocks, its pairings hold under every rotation), so every root is; or
+    // root 0 not applicable, so no root is (its `requires` does not depend on the root).
+    bool covered[2] = {false, false}, none_apply[2] = {false, false};
+    const std::vector<int64_t> roots = roots_for(s, p, opt);
+    for (int64_t root : roots)
       for (bool commutative : comm_values) {
+        if (root != 0 && sym_applies(commutative) && (covered[commutative] || none_apply[commutative])) {
+          if (covered[commutative]) {
+            ++rep.rotated;
+            ++rep.by_symmetry;
+            ++rep.instances;
+            any_applicable = true;
+            if (!collective_reduces(s.collective)) noncomm_applicable = true;
+          }
+          continue;
+        }
         Schedule sch;
         std::string unmet;
         const InstanceRequest req{p, root, commutative};
         const InstStatus st = instantiate(rp, req, sch, diags, &unmet);
         if (st == InstStatus::not_applicable) {
+          if (root == 0 && sym_applies(commutative)) none_apply[commutative] = true;
           if (unmet_here.empty()) unmet_here = unmet;
           if (rooted && commutative == comm_values.front()) {
             roots_out.roots.push_back(root);
@@ -110,7 +137,10 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             rep.same_bracketing &= v.same_bracketing;
             rep.keeps_blocks &= v.keeps_blocks;
             rep.direct &= v.direct;
-            if (rooted && root == 0) {
+            if (rooted && root == 0 && sym_applies(commutative) &&
+                (!sym.rank_blocks || pairing_for_every_root(sch).empty())) {
+              covered[commutative] = true;
+            } else if (rooted && root == 0) {
               base[commutative] = std::move(sch);
               have_base[commutative] = true;
             } else if (rooted && have_base[commutative] && !order_matters) {
@@ -127,6 +157,21 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         rep.failed_root = root;
         return rep;
       }
+    if (rooted && p > opt.all_roots_up_to) {
+      // Above the sampling bound the symmetry still covers every root: the roots not
+      // sampled count as proved; p is sampled only where some instances are not covered.
+      bool sampled = false;
+      for (bool commutative : comm_values) {
+        if (!sym_applies(commutative) || !(covered[commutative] || none_apply[commutative])) sampled = true;
+        if (sym_applies(commutative) && covered[commutative]) {
+          const int64_t rest = p - int64_t(roots.size());
+          rep.rotated += rest;
+          rep.by_symmetry += rest;
+          rep.instances += rest;
+        }
+      }
+      if (sampled) rep.sampled_p.push_back(p);
+    }
     if (!any_applicable) {
       rep.not_applicable.push_back(p);
       rep.unmet_by_p.push_back(unmet_here);
@@ -161,9 +206,14 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
     l += " (requires '" + e.unmet + "' excludes roots at " + std::to_string(r.excluded_roots.size()) + " p: at p=" +
          std::to_string(e.p) + " roots " + roots + "; --json lists them all)";
   }
-  if (!r.sampled_p.empty())
+  if (!r.sampled_p.empty()) {
     l += "; roots 0, 1, p/2, p-1 only for p=" + std::to_string(r.sampled_p.front()) + ".." + std::to_string(r.sampled_p.back()) +
          " (--all-roots-up-to " + std::to_string(opt.all_roots_up_to) + ")";
+    // Why the root symmetry did not cover the other roots (symmetry.h).
+    if (!r.symmetric && !r.symmetry_reason.empty())
+      l += " (no root symmetry: " + r.symmetry_reason +
+           (r.symmetry_line ? ", line " + std::to_string(r.symmetry_line) : std::string()) + ")";
+  }
   if (collective_reduces(s.collective))
     l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
          "; same bracketing on all ranks: " + (r.same_bracketing ? "yes" : "no");
@@ -180,6 +230,14 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
   j["instances"] = r.instances;
   j["rotated_roots"] = r.rotated;
   j["rotation_failed"] = r.rotation_failed;
+  if (collective_is_rooted(s.collective)) {
+    nlohmann::json sj = {{"proved", r.symmetric}, {"roots", r.by_symmetry}};
+    if (!r.symmetric && !r.symmetry_reason.empty()) {
+      sj["reason"] = r.symmetry_reason;
+      if (r.symmetry_line) sj["line"] = r.symmetry_line;
+    }
+    j["root_symmetry"] = sj;
+  }
   if (!r.sampled_p.empty()) j["sampled_roots_p"] = {r.sampled_p.front(), r.sampled_p.back()};
   nlohmann::json ex = nlohmann::json::array();
   for (size_t i = 0; i < r.not_applicable.size(); ++i)

@@ -18,6 +18,10 @@ struct CheckOptions {
   /// r -> (r + R) mod p (rotation.h) is proved by that comparison instead of verify();
   /// every other instance is verified. Not for non-commutative reducing instances.
   bool rotation = true;
+  /// With `rotation`: where root_symmetry() proves the lowered program treats every root
+  /// alike, root R's instance is not built at all (every root at every p, also above
+  /// all_roots_up_to); false: compare built instances only.
+  bool symmetry = true;
   VerifyOptions verify;
 };
 
@@ -26,6 +30,13 @@ struct CheckReport {
   int64_t instances = 0;               ///< (p, root, commutative) instances proved
   int64_t rotated = 0;                 ///< of them, proved by rotation of root 0 (not verify())
   int64_t rotation_failed = 0;         ///< roots whose instance is no rotation (verified instead)
+  /// Of `rotated`, the roots proved by the static root symmetry (symmetry.h), not built.
+  int64_t by_symmetry = 0;
+  /// Rooted collectives: whether root_symmetry() proved the program (with CheckOptions::
+  /// symmetry), else why not and the source line (0: none).
+  bool symmetric = false;
+  std::string symmetry_reason;
+  int symmetry_line = 0;
   /// Rooted collectives: the p above all_roots_up_to, where only roots 0, 1, p/2 and p-1
   /// were checked.
   std::vector<int64_t> sampled_p;

@@ -145,7 +145,7 @@ bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
 }
 
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw,
-              bool smt) {
+              bool smt, bool no_symmetry) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -154,6 +154,7 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     return 2;
   }
   opt.all_roots_up_to = all_roots_up_to;
+  opt.symmetry = !no_symmetry;
   if (smt && !have_z3()) {
     report_error(c.format, "--smt needs z3, and this bine-cc was built without it (Debian: libz3-dev; docs/verifier.md)");
     return 2;
@@ -777,6 +778,10 @@ int main(int argc, char** argv) {
   check->add_option("--all-roots-up-to", all_roots_up_to,
                     "verify every root up to this p; above it roots 0, 1, p/2, p-1 (default 64)");
   check->add_flag("--quiet", quiet, "print only failing schedules");
+  bool no_symmetry = false;
+  check->add_flag("--no-symmetry", no_symmetry,
+                  "rooted collectives: build and compare each checked root's instance even where the program is "
+                  "proved to treat every root alike (docs/verifier.md, \"Root symmetry\")");
   check->add_flag("--json", check_json,
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
   check->add_option("--draw", check_draw,
@@ -963,7 +968,7 @@ int main(int argc, char** argv) {
     region_spec() = spec;
   }
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry);
   if (lwr->parsed()) return cmd_lower(common);
   if (tun->parsed()) {
     tune_cli.model = t_alpha->count() > 0;

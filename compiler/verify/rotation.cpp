@@ -144,4 +144,37 @@ class Rotation {
 
 std::string rotation_mismatch(const Schedule& base, const Schedule& inst) { return Rotation(base, inst).run(); }
 
+std::string pairing_for_every_root(const Schedule& base) {
+  const int64_t p = base.p;
+  // rotation_mismatch()'s same_pairing() for every R: equal sets, or one block each.
+  auto keeps = [](BlockSetRef a, BlockSetRef b) { return a == b || (a.size() == 1 && b.size() == 1); };
+  for (int64_t t = 0; t < base.num_rounds; ++t)
+    for (int64_t x = 0; x < p; ++x) {
+      const Round& rd = base.ranks[size_t(x)][size_t(t)];
+      for (size_t j = 0; j < rd.size(); ++j) {
+        if (const auto* l = std::get_if<LocalOp>(&rd[j])) {
+          if (!keeps(l->src, l->blocks))
+            return "rank " + std::to_string(x) + ", round " + std::to_string(t) + ": a local statement from blocks " +
+                   format_blocks(l->src) + " into " + format_blocks(l->blocks) + " pairs other blocks under some rotation";
+          continue;
+        }
+        const auto* s = std::get_if<SendOp>(&rd[j]);
+        if (!s || s->peer < 0 || s->peer >= p) continue;
+        // The k-th send to the peer meets the peer's k-th receive from x (match_round's rule).
+        size_t k = 0;
+        for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == s->peer;
+        for (const Op& op : base.ranks[size_t(s->peer)][size_t(t)]) {
+          const auto* r = std::get_if<RecvOp>(&op);
+          if (!r || r->peer != x || k-- != 0) continue;
+          if (!keeps(s->blocks, r->blocks))
+            return "rank " + std::to_string(x) + ", round " + std::to_string(t) + ": the message of blocks " +
+                   format_blocks(s->blocks) + " into rank " + std::to_string(s->peer) + "'s blocks " + format_blocks(r->blocks) +
+                   " pairs other blocks under some rotation";
+          break;
+        }
+      }
+    }
+  return "";
+}
+
 }  // namespace bine

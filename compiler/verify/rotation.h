@@ -27,4 +27,13 @@ namespace bine {
 /// left operand), so order-preserving is only known for fully verified roots.
 std::string rotation_mismatch(const Schedule& base, const Schedule& inst);
 
+/// For rank-indexed blocks (gather, scatter): whether every message and local statement of
+/// `base` (root 0) keeps its k-th-to-k-th block pairing under EVERY rotation R = 1..p-1,
+/// so that rotated block sets (root_symmetry() proved the rest for all roots) pair the same
+/// blocks. Rotating by R shifts a set's ascending order by its blocks in [p - R, p); the
+/// two sides' counts there must agree modulo the size n for every R. They change by at most
+/// one per step of R and start and end at n, so for n >= 2 that holds exactly when both
+/// sides are the same set (n = 1: always; sets of different sizes never pair). Returns "" or the first offender in words.
+std::string pairing_for_every_root(const Schedule& base);
+
 }  // namespace bine
