@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Time and peak memory of `bine-cc check` on ONE instance of a schedule as p grows
-# (p = 2^LO .. 2^HI, root 0 only, --all-roots-up-to 0 keeps rooted collectives to the
-# sampled roots: 0, 1, p/2, p-1), and the growth exponent k of time ~ p^k between the first
+# (p = 2^LO .. 2^HI; a rooted schedule's other roots follow from root 0 by the root
+# symmetry, docs/verifier.md; --all-roots-up-to 0 would keep a schedule without it to the
+# sampled roots 0, 1, p/2, p-1), and the growth exponent k of time ~ p^k between the first
 # and the last p measured. An instance has about p log2 p operations, so k near 1 is the
 # goal (issue 18: p = 2^20 in < 10 s and < 2 GB). Each run is limited to LIMIT seconds
 # and MEM_KB of memory (ulimit -v); later p of a schedule are skipped once one fails.
