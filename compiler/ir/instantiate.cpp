@@ -223,6 +223,38 @@ class RankRun {
   }
   RankRun(const RankRun&) = delete;
   RankRun(RankRun&& o) noexcept = default;
+  /// Makes this the fresh run of real rank `real_rank` of the same instance (as the
+  /// constructor leaves it), keeping its vectors' capacity and the fns' batchable() memo:
+  /// instantiate() recycles the run of a rank it has recorded and compared, so the next
+  /// rank allocates nothing once the vectors have grown.
+  void recycle(const FoldLayout& fl, int64_t real_rank) {
+    rank_ = real_rank;
+    pipe_.setup(fl, real_rank);
+    p_ = pipe_.p();
+    r_ = pipe_.r();
+    root_ = pipe_.root();
+    for (Value& v : slots_) v = Value{};
+    rec.run = nullptr;
+    rec.ops.clear();
+    rec.start.assign(1, 0);
+    rec.kinds.clear();
+    sites.clear();
+    labels.clear();
+    keep_labels = true;
+    segments.clear();
+    blocks = 1;
+    scratch = 0;
+    top_segment = 0;
+    unmet.clear();
+    unmet_clause = nullptr;
+    frame_.clear();
+    frame_base_.clear();
+    mirror_ = nullptr;
+    phase_name_.clear();
+    in_round_ = false;
+    segment_ = 0;
+    steps_ = 0;
+  }
 
   Recorder rec;                     ///< the instance rounds of this rank
   std::vector<const Stmt*> sites;   ///< [body round] the statement that opened it (a mirror for its replays)
@@ -645,9 +677,21 @@ class RankRun {
     return v;
   }
   int64_t eval_int(const Expr& e, const Span& at) {
-    const int64_t v = int_expr(e, at);
+    const int64_t v = kid(e, at);
     check_domain(e.span.valid() ? e.span : at);
     return v;
+  }
+  /// int_expr() of an operand, with the commonest leaves (slots, literals) read in place
+  /// rather than by a call: half of the nodes a tree-walk visits are leaves.
+  [[gnu::always_inline]] int64_t kid(const Expr& k, const Span& at) {
+    if (k.kind == ExprKind::name) {
+      if (k.ref == NameKind::slot) return slots_[size_t(k.slot)].i;
+      if (k.ref == NameKind::root) return root_;
+      if (k.ref == NameKind::r) return r_;
+      if (k.ref == NameKind::p) return p_;
+    }
+    if (k.kind == ExprKind::integer || k.kind == ExprKind::boolean) return k.value;
+    return int_expr(k, at);
   }
   int64_t int_expr(const Expr& e, const Span& at) {
     switch (e.kind) {
@@ -664,16 +708,16 @@ class RankRun {
           case NameKind::unresolved: break;
         }
         internal_error(__FILE__, __LINE__, e.span.where() + ": unresolved name (sema resolves every name)");
-      case ExprKind::unary: return apply_unary(e.op, int_expr(*e.kids[0], at));
+      case ExprKind::unary: return apply_unary(e.op, kid(*e.kids[0], at));
       case ExprKind::binary: {
         if (e.kids[0]->type == Type::set) {
           const BlockSet x = eval_set(*e.kids[0], at), y = eval_set(*e.kids[1], at);
           return e.op == Tok::eq ? x == y : x != y;
         }
-        const int64_t a = int_expr(*e.kids[0], at);
-        if (e.op == Tok::ampamp) return a && int_expr(*e.kids[1], at);
-        if (e.op == Tok::pipepipe) return a || int_expr(*e.kids[1], at);
-        const int64_t b = int_expr(*e.kids[1], at);
+        const int64_t a = kid(*e.kids[0], at);
+        if (e.op == Tok::ampamp) return a && kid(*e.kids[1], at);
+        if (e.op == Tok::pipepipe) return a || kid(*e.kids[1], at);
+        const int64_t b = kid(*e.kids[1], at);
         switch (e.op) {  // only these raise domain errors (the common ones skip the check)
           case Tok::slash:
           case Tok::percent:
@@ -683,7 +727,7 @@ class RankRun {
         }
       }
       case ExprKind::ternary:
-        return int_expr(*e.kids[0], at) ? int_expr(*e.kids[1], at) : int_expr(*e.kids[2], at);
+        return kid(*e.kids[0], at) ? kid(*e.kids[1], at) : kid(*e.kids[2], at);
       case ExprKind::call: return call(e, at);
       default: internal_error(__FILE__, __LINE__, e.span.where() + ": a set where sema typed an int");
     }
@@ -696,7 +740,7 @@ class RankRun {
     // then the fn's locals. No allocation per call once the stack has grown.
     const size_t base = frame_.size();
     for (const ExprPtr& k : e.kids) {
-      const int64_t v = int_expr(*k, at);
+      const int64_t v = kid(*k, at);
       frame_.push_back(v);
     }
     if (frame_base_.size() > 256) fail(e.span, "fn calls nested too deeply");
@@ -707,7 +751,7 @@ class RankRun {
     frame_.resize(base + size_t(std::max<int64_t>(f.frame_size, int64_t(e.kids.size()))), 0);
     frame_base_.push_back(base);
     exec_block(f.stmts);
-    const int64_t v = int_expr(*f.body, at);
+    const int64_t v = kid(*f.body, at);
     frame_base_.pop_back();
     frame_.resize(base);
     return v;
@@ -715,9 +759,9 @@ class RankRun {
   int64_t builtin(const Expr& e, const Span& at) {
     const BuiltinId id = BuiltinId(e.builtin);
     if (id == BuiltinId::size) return set_size(eval_set(*e.kids[0], at));
-    if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), int_expr(*e.kids[1], at));
-    const int64_t a = e.kids.empty() ? 0 : int_expr(*e.kids[0], at);  // regions() has none
-    const int64_t b = e.kids.size() > 1 ? int_expr(*e.kids[1], at) : 0;
+    if (id == BuiltinId::contains) return set_contains(eval_set(*e.kids[0], at), kid(*e.kids[1], at));
+    const int64_t a = e.kids.empty() ? 0 : kid(*e.kids[0], at);  // regions() has none
+    const int64_t b = e.kids.size() > 1 ? kid(*e.kids[1], at) : 0;
     return apply_builtin(e, a, b);
   }
   /// The value of unary operator `op` on `a` (wrapping, never a domain error).
@@ -1305,9 +1349,15 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   int64_t ref_rank = 0;  ///< the first rank that runs the body, whose run the others are compared with
   int64_t first_rank = -1;
   bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
+  std::unique_ptr<RankRun> spare;  ///< a compared rank's run, recycled for the next rank
   try {
     for (int64_t x = 0; x < req.p; ++x) {
-      runs[size_t(x)] = std::make_unique<RankRun>(rp, fl, sites, x, req.commutative, diags);
+      if (spare) {
+        spare->recycle(fl, x);
+        runs[size_t(x)] = std::move(spare);
+      } else {
+        runs[size_t(x)] = std::make_unique<RankRun>(rp, fl, sites, x, req.commutative, diags);
+      }
       RankRun& cur = *runs[size_t(x)];
       cur.keep_labels = ref == nullptr;
       if (!fl.runs_body(x)) continue;
@@ -1374,7 +1424,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       if (arenas) arenas->append(x, cur.rec);
       if (x != first_rank) {  // compared: keep its rounds only
         if (!arenas) recorded[size_t(x)] = std::move(cur.rec);
-        runs[size_t(x)].reset();
+        spare = std::move(runs[size_t(x)]);
       }
     }
     if (!applies) {
