@@ -213,6 +213,8 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
     if (!r.symmetric && !r.symmetry_reason.empty())
       l += " (no root symmetry: " + r.symmetry_reason +
            (r.symmetry_line ? ", line " + std::to_string(r.symmetry_line) : std::string()) + ")";
+    else if (r.symmetric && collective_reduces(s.collective))
+      l += " (the root symmetry does not cover non-commutative reductions: their order follows the real ranks)";
   }
   if (collective_reduces(s.collective))
     l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
