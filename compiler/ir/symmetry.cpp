@@ -189,9 +189,6 @@ class Analysis {
         return;
       }
       case StmtKind::send:
-        need_blocks(*s.a);
-        need_peer(*s.b);
-        return;
       case StmtKind::recv:
         need_blocks(*s.a);
         need_peer(*s.b);

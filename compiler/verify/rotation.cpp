@@ -3,6 +3,19 @@
 namespace bine {
 namespace {
 
+/// The receive of rank s.peer that the send rd[j] of rank x meets in round t: the k-th
+/// send to a peer meets the peer's k-th receive from x (match_round()'s rule); null when
+/// there is none.
+const RecvOp* matching_recv(const Schedule& sch, int64_t x, int64_t t, const Round& rd, size_t j, const SendOp& s) {
+  size_t k = 0;
+  for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == s.peer;
+  for (const Op& op : sch.ranks[size_t(s.peer)][size_t(t)]) {
+    const auto* r = std::get_if<RecvOp>(&op);
+    if (r && r->peer == x && k-- == 0) return r;
+  }
+  return nullptr;
+}
+
 class Rotation {
  public:
   Rotation(const Schedule& base, const Schedule& inst)
@@ -121,15 +134,9 @@ class Rotation {
     for (size_t j = 0; j < rd.size(); ++j) {
       const auto* s = std::get_if<SendOp>(&rd[j]);
       if (!s || s->peer < 0 || s->peer >= p_) continue;
-      size_t k = 0;
-      for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == s->peer;
-      for (const Op& op : a_.ranks[size_t(s->peer)][size_t(t)]) {
-        const auto* r = std::get_if<RecvOp>(&op);
-        if (!r || r->peer != x || k-- != 0) continue;
-        if (!same_pairing(s->blocks, r->blocks))
-          return "the message to rank " + std::to_string(rho(s->peer)) + " pairs other blocks after the rotation";
-        break;
-      }
+      const RecvOp* r = matching_recv(a_, x, t, rd, j, *s);
+      if (r && !same_pairing(s->blocks, r->blocks))
+        return "the message to rank " + std::to_string(rho(s->peer)) + " pairs other blocks after the rotation";
     }
     return "";
   }
@@ -160,18 +167,11 @@ std::string pairing_for_every_root(const Schedule& base) {
         }
         const auto* s = std::get_if<SendOp>(&rd[j]);
         if (!s || s->peer < 0 || s->peer >= p) continue;
-        // The k-th send to the peer meets the peer's k-th receive from x (match_round's rule).
-        size_t k = 0;
-        for (size_t i = 0; i < j; ++i) k += std::holds_alternative<SendOp>(rd[i]) && peer_of(rd[i]) == s->peer;
-        for (const Op& op : base.ranks[size_t(s->peer)][size_t(t)]) {
-          const auto* r = std::get_if<RecvOp>(&op);
-          if (!r || r->peer != x || k-- != 0) continue;
-          if (!keeps(s->blocks, r->blocks))
-            return "rank " + std::to_string(x) + ", round " + std::to_string(t) + ": the message of blocks " +
-                   format_blocks(s->blocks) + " into rank " + std::to_string(s->peer) + "'s blocks " + format_blocks(r->blocks) +
-                   " pairs other blocks under some rotation";
-          break;
-        }
+        const RecvOp* r = matching_recv(base, x, t, rd, j, *s);
+        if (r && !keeps(s->blocks, r->blocks))
+          return "rank " + std::to_string(x) + ", round " + std::to_string(t) + ": the message of blocks " +
+                 format_blocks(s->blocks) + " into rank " + std::to_string(s->peer) + "'s blocks " + format_blocks(r->blocks) +
+                 " pairs other blocks under some rotation";
       }
     }
   return "";
