@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "instantiate.h"
@@ -256,6 +257,79 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
     j["same_bracketing"] = r.ok && r.same_bracketing;
   }
   if (!r.ok) j["failed"] = {{"p", r.failed_p}, {"root", r.failed_root}};
+  return j.dump();
+}
+
+LandingReport landing_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
+                               DiagnosticSink& diags) {
+  LandingReport rep;
+  RankProgram rp;
+  if (!lower(program, s, rp, diags)) return rep;
+  const int64_t hi = std::min(opt.p_hi, kLandingMaxRanks);
+  if (opt.p_lo > hi) return rep;
+  rep.analysed = true;
+  rep.p_lo = opt.p_lo;
+  rep.p_hi = hi;
+  const bool rooted = collective_is_rooted(s.collective);
+  const bool symmetric = rooted && root_symmetry(rp).proved;
+  std::vector<InstanceRequest> todo;
+  for (int64_t p = opt.p_lo; p <= hi; ++p)
+    for (int64_t root : symmetric ? std::vector<int64_t>{0} : roots_for(s, p, opt))
+      for (bool commutative : commutative_values(s)) todo.push_back({p, root, commutative});
+  std::set<std::pair<const Origin*, const Origin*>> seen;  // (send, recv) origins already staged together
+  for (bool changed = true; changed;) {
+    changed = false;
+    ++rep.passes;
+    rep.instances = 0;
+    rep.count = {};
+    for (const InstanceRequest& req : todo) {
+      Schedule sch;
+      DiagnosticSink quiet;
+      if (instantiate(rp, req, sch, quiet) != InstStatus::ok) continue;
+      ++rep.instances;
+      for (std::vector<LandingViolation> v = check_landing(sch, rep.layout); !v.empty(); v = check_landing(sch, rep.layout)) {
+        for (LandingViolation& x : v) {
+          const bool news = x.send && rep.layout.staged_sends.insert(x.send).second;
+          const bool newr = x.recv && rep.layout.staged_recvs.insert(x.recv).second;
+          if ((news || newr) && seen.insert({x.send, x.recv}).second) rep.staged.push_back({std::move(x), req.p, req.root});
+          changed |= news || newr;
+        }
+      }
+      const LandingCount c = count_landing(sch, rep.layout);
+      rep.count.direct += c.direct;
+      rep.count.transfers += c.transfers;
+    }
+  }
+  return rep;
+}
+
+std::string landing_lines(const LandingReport& r) {
+  if (!r.analysed)
+    return "  landing layout: not analysed (p above " + std::to_string(kLandingMaxRanks) + ")\n";
+  std::string l = "  landing layout (p=" + std::to_string(r.p_lo) + ".." + std::to_string(r.p_hi) + ", " +
+                  std::to_string(r.instances) + " instance" + (r.instances == 1 ? "" : "s") + "): " +
+                  std::to_string(r.count.direct) + " of " + std::to_string(r.count.transfers) +
+                  " transfers land directly in the receiver's vector, proved\n";
+  for (const LandingReport::Staged& st : r.staged)
+    l += "    staged: " + origin_words(st.v.send) + " -> " + origin_words(st.v.recv) + ": at p=" + std::to_string(st.p) +
+         (st.root ? " root=" + std::to_string(st.root) : std::string()) + ", " + st.v.message + "\n";
+  return l;
+}
+
+std::string landing_json(const LandingReport& r) {
+  static const char* kinds[] = {"notices", "copy", "overlap", "early"};
+  nlohmann::json j = {{"analysed", r.analysed}};
+  if (!r.analysed) return j.dump();
+  j["p_lo"] = r.p_lo;
+  j["p_hi"] = r.p_hi;
+  j["instances"] = r.instances;
+  j["direct"] = r.count.direct;
+  j["transfers"] = r.count.transfers;
+  nlohmann::json st = nlohmann::json::array();
+  for (const LandingReport::Staged& s : r.staged)
+    st.push_back({{"send", origin_words(s.v.send)}, {"recv", origin_words(s.v.recv)}, {"kind", kinds[s.v.kind]},
+                  {"p", s.p}, {"root", s.root}, {"message", s.v.message}});
+  j["staged"] = st;
   return j.dump();
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ast.h"
+#include "landing.h"
 #include "proof.h"
 #include "verify.h"
 
@@ -91,5 +92,35 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
 /// excludes), for reducing collectives order_preserving and same_bracketing, and failed
 /// {p, root} when ok is false. Deterministic (keys sorted).
 std::string report_json(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt);
+
+/// The static landing layout of a schedule for one-sided targets (landing.h,
+/// docs/utofu.md "Static landing layout"), proved on every instance check_schedule()
+/// verifies for p <= kLandingMaxRanks: root 0 only where the root symmetry holds (every
+/// obligation is invariant under relabelling ranks), else the roots of roots_for().
+struct LandingReport {
+  bool analysed = false;  ///< false: no p of the range is at most kLandingMaxRanks
+  int64_t p_lo = 0, p_hi = 0;  ///< the range analysed
+  int64_t instances = 0;
+  LandingLayout layout;   ///< the final layout: proved on every analysed instance
+  LandingCount count;     ///< transfers of the analysed instances, and those landing directly
+  /// Why origins are staged: the violation that staged them, with its instance (p, root).
+  struct Staged {
+    LandingViolation v;
+    int64_t p = 0, root = 0;
+  };
+  std::vector<Staged> staged;
+  int passes = 0;         ///< rounds over the instances until none staged another origin
+};
+
+/// Derives and proves the landing layout of `s` (which must have passed check_schedule()
+/// with `opt`): every origin starts direct; each violation found stages its send and
+/// receive origins; the instances are checked again until a pass stages nothing.
+LandingReport landing_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
+                               DiagnosticSink& diags);
+
+/// The landing report as text lines (`check --landing`), indented under the summary line.
+std::string landing_lines(const LandingReport& r);
+/// ... and as a JSON object (the `landing` key of `check --landing --json`).
+std::string landing_json(const LandingReport& r);
 
 }  // namespace bine

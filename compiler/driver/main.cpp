@@ -145,7 +145,7 @@ bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
 }
 
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw,
-              bool smt, bool no_symmetry) {
+              bool smt, bool no_symmetry, bool landing) {
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -175,8 +175,20 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     DiagnosticSink one;
     CheckReport rep = check_schedule(prog, *s, opt, one);
     all_ok &= rep.ok;
-    if (json) std::cout << (i ? ",\n " : "\n ") << report_json(*s, rep, opt);
-    else if (!quiet || !rep.ok) std::cout << summary_line(*s, rep, opt) << "\n";
+    // The static landing layout of a verified schedule (landing.h): one more JSON key, or
+    // lines under the summary.
+    std::string land;
+    if (landing && rep.ok) {
+      const LandingReport lr = landing_schedule(prog, *s, opt, one);
+      land = json ? landing_json(lr) : landing_lines(lr);
+    }
+    if (json) {
+      std::string j = report_json(*s, rep, opt);
+      if (!land.empty()) j = j.substr(0, j.size() - 1) + ",\"landing\":" + land + "}";
+      std::cout << (i ? ",\n " : "\n ") << j;
+    } else if (!quiet || !rep.ok) {
+      std::cout << summary_line(*s, rep, opt) << "\n" << land;
+    }
     for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
     if (!rep.ok && failed_name.empty()) {
       failed_name = s->name;
@@ -782,6 +794,10 @@ int main(int argc, char** argv) {
   check->add_flag("--no-symmetry", no_symmetry,
                   "rooted collectives: build and compare each checked root's instance even where the program is "
                   "proved to treat every root alike (docs/verifier.md, \"Root symmetry\")");
+  bool landing_flag = false;
+  check->add_flag("--landing", landing_flag,
+                  "also derive and prove the static landing layout for one-sided targets: which transfers may put straight "
+                  "into the receiver's vector (p <= 2048; docs/utofu.md, \"Static landing layout\")");
   check->add_flag("--json", check_json,
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
   check->add_option("--draw", check_draw,
@@ -968,7 +984,7 @@ int main(int argc, char** argv) {
     region_spec() = spec;
   }
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry);
+  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry, landing_flag);
   if (lwr->parsed()) return cmd_lower(common);
   if (tun->parsed()) {
     tune_cli.model = t_alpha->count() > 0;
