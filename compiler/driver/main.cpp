@@ -310,6 +310,22 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     ProofSummary pf = rep.proof();
     pf.p_lo = opt.p_lo;
     pf.p_hi = opt.p_hi;
+    // The uTofu target lands every transfer of a schedule straight in the receivers'
+    // buffers when the static landing layout proves all of them direct (docs/utofu.md,
+    // "Static landing layout"); collectives with one count on every rank only, and not
+    // phases on sub-groups (regions follow the machine at run time, not the layout proved).
+    const Collective k = s->collective;
+    bool on_groups = false;
+    for (const InlinedUse& u : rp->uses) on_groups |= u.group != GroupKind::none;
+    if (std::string(target->name()) == "utofu" && !on_groups &&
+        (k == Collective::bcast || k == Collective::allgather || k == Collective::gather || k == Collective::scatter)) {
+      const LandingReport lr = landing_schedule(prog, *s, opt, diags);
+      if (lr.analysed && lr.count.transfers > 0 && lr.count.direct == lr.count.transfers) {
+        pf.landing_direct = true;
+        pf.landing_lo = lr.p_lo;
+        pf.landing_hi = lr.p_hi;
+      }
+    }
     emit.push_back(rp.get());
     lowered.push_back(std::move(rp));
     proofs.push_back(pf);

@@ -18,6 +18,11 @@ struct ProofSummary {
   bool same_bracketing = false;                           ///< for every checked p
   bool keeps_blocks = false;  ///< VerifyResult::keeps_blocks for every checked instance
   bool direct = false;        ///< VerifyResult::direct (alltoall) for every checked instance
+  /// One-sided targets (landing.h, `check --landing`): every transfer of every instance
+  /// with p in [landing_lo, landing_hi] is proved to land straight in the receiver's
+  /// vector. Filled by `compile --target utofu` only (bcast, allgather, gather, scatter).
+  bool landing_direct = false;
+  int64_t landing_lo = 0, landing_hi = 0;
 };
 
 }  // namespace bine

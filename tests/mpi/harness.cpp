@@ -1389,6 +1389,17 @@ int main(int argc, char** argv) {
     // plan's own rounds), free.
     persistent = true;
     rc = run_check();
+#ifdef BINE_TRACE_UTOFU
+    // uTofu: the persistent forms of the schedules whose static landing layout is all
+    // direct put straight into the receivers' buffers (docs/utofu.md): some must have.
+    unsigned long long mine = bine::utofu::direct_puts().load(), all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) std::printf("p=%d: %llu direct puts (into the receivers' buffers)\n", size, all);
+    if (size > 1 && all == 0) {
+      if (rank == 0) std::printf("FAIL: no persistent call landed a transfer directly\n");
+      rc = 1;
+    }
+#endif
   }
   else if (mode == "check-nonblocking") {
     // The matrix through the nonblocking forms (_i, then bcc_wait), then calls overlapped.

@@ -23,6 +23,8 @@ echo -n "stress (BINE_UTOFU_EMU_STRESS=1) "
 timeout 300 mpirun -np 4 -x BINE_UTOFU_EMU_STRESS=1 "$bin" check
 echo -n "persistent forms (_init, start twice, free) "
 timeout 300 mpirun -np 3 "$bin" check-persistent
+echo -n "persistent forms in stress mode (direct landing: puts into the receivers' buffers) "
+timeout 300 mpirun -np 4 -x BINE_UTOFU_EMU_STRESS=3 "$bin" check-persistent
 echo "nonblocking forms (complete at their start over uTofu: kConcurrent is false) "
 timeout 300 mpirun -np 3 "$bin" check-nonblocking
 echo "send-buffer registrations: once per call, once per persistent plan, none left behind"

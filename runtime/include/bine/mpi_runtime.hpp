@@ -1103,6 +1103,13 @@ class BasicContext {
   /// Makes plan() look up and store plans in `cache` instead of the generated function's
   /// (a persistent collective's own, <prefix>plan). Call before the generated body runs.
   void use_plans(PlanCache& cache) { own_plans_ = &cache; }
+  /// The schedule's static landing layout is proved all direct for p in [lo, hi]
+  /// (bine-cc check --landing; generated persistent forms of the utofu target): the
+  /// transport may put every transfer straight into the receiver's working buffer.
+  void landing_direct(int64_t lo, int64_t hi) {
+    landing_lo_ = lo;
+    landing_hi_ = hi;
+  }
   /// True when plan() replayed a persistent plan (the schedule body must not run).
   bool replayed() const { return replayed_; }
 
@@ -1782,6 +1789,7 @@ class BasicContext {
     const bool user = buf_ != own_ && buf_ != ext_;
     transport_.working_buffer(buf_, count_ * elem_bytes_, user && own_plans_ ? &own_plans_->transport_state : nullptr);
     if (working_buffer_hook()) working_buffer_hook()(buf_, elem_bytes_, count_);
+    transport_.landing(size_ >= landing_lo_ && size_ <= landing_hi_);
   }
   /// A non-commutative operator is accepted only for p in order_p: the ranges of p where
   /// the verifier proved that the schedule applies to it and reduces in rank order.
@@ -2150,6 +2158,7 @@ class BasicContext {
   std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
   PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
   PlanCache* own_plans_ = nullptr;   ///< use_plans(): a persistent collective's cache
+  int64_t landing_lo_ = 1, landing_hi_ = 0;  ///< landing_direct(): p proved all direct (none by default)
   bool dry_ = false;                 ///< dry_run(): build the plan, move no data
   PlanKey key_{};                    ///< the call's shape (plan())
   uint64_t region_key_ = 0;          ///< set_region_key(): the bound region layout's fingerprint

@@ -34,6 +34,11 @@
 //                                           at this address (a persistent plan's user buffer):
 //                                           a transport may keep state for the buffer there
 //                                           (uTofu: its registrations). MPI ignores it
+//   void landing(bool direct)               after bind(), outside dry runs: whether the call
+//                                           may put transfers straight into the receivers'
+//                                           working buffers (the schedule's static landing
+//                                           layout is all direct at this p; one-sided
+//                                           transports; docs/utofu.md). MPI ignores it
 //   int send(const void* data, int count, int peer)
 //   int recv(void* data, int count, int peer)
 //   int sendrecv(const void* sdata, int scount, int speer, void* rdata, int rcount, int rpeer)
@@ -83,6 +88,7 @@ class MpiTransport {
   void set_tag(int tag) { tag_ = tag; }
   void begin_step(uint32_t) {}  ///< MPI matches by (peer, tag, posting order): no step needed
   void working_buffer(const void*, uint64_t, std::shared_ptr<void>*) {}  ///< MPI needs no registration
+  void landing(bool) {}  ///< two-sided: the receiver names its buffer
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
     comm_ = comm;
     type_ = type;

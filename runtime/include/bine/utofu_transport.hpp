@@ -47,6 +47,7 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +102,13 @@ inline uint64_t place_piece(uint64_t& pos, uint64_t bytes) {
 /// it fit in the staging area, so it overwrites only consumed bytes.
 inline bool within_credit(uint64_t end, uint64_t credit) { return end - credit <= kStagingBytes; }
 
+/// Direct puts (into a receiver's working buffer, docs/utofu.md "Static landing layout")
+/// this process has posted; for tests.
+inline std::atomic<uint64_t>& direct_puts() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+
 /// Memory aligned to kAlignBytes, zeroed (staging and credit areas).
 class AlignedBytes {
  public:
@@ -135,6 +143,7 @@ struct Registrations {
     uint64_t bytes;
     int port;
     utofu_stadd_t stadd;
+    bool writable;  ///< registered for remote writes too (a direct landing target)
   };
   Channel* ch = nullptr;  ///< the channel whose VCQs hold the entries (null: none)
   bool plan = false;      ///< held by a plan: listed in its channel's `kept` while bound
@@ -143,9 +152,10 @@ struct Registrations {
   Registrations(const Registrations&) = delete;
   Registrations& operator=(const Registrations&) = delete;
   ~Registrations() { release(); }
-  /// The stadd of `base` (bytes long) registered read-only on `port` of `c`: an entry's, or
-  /// a new registration. UTOFU_SUCCESS or uTofu's error (nothing registered).
-  int get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out);
+  /// The stadd of `base` (bytes long) registered on `port` of `c`, read-only or (writable)
+  /// for remote puts too: an entry's (a writable one serves reads), or a new registration.
+  /// UTOFU_SUCCESS or uTofu's error (nothing registered).
+  int get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out, bool writable = false);
   /// Deregisters every entry and unbinds the set from its channel.
   void release();
 };
@@ -163,6 +173,14 @@ struct Channel {
   std::mutex kept_lock;                             ///< guards `kept` (a plan may be freed on any thread)
   std::vector<Registrations*> kept;                 ///< plans' registration sets bound to this channel
   utofu_stadd_t staging_stadd[kMaxPorts] = {}, credit_stadd = 0;
+  /// Direct landing (docs/utofu.md, "Static landing layout"): ready[3 d .. 3 d + 2] = the
+  /// stadd (port 0) and size of rank d's working buffer and the direct call it has entered,
+  /// put there by d when it first receives from this rank in that call.
+  AlignedBytes ready_area;
+  uint64_t* ready = nullptr;
+  utofu_stadd_t ready_stadd = 0;
+  std::vector<utofu_stadd_t> peer_ready;
+  uint64_t direct_seq = 0;  ///< direct calls entered on this communicator (the same count on every rank)
   std::vector<utofu_stadd_t> peer_staging;          ///< [rank * ports + port]
   std::vector<utofu_stadd_t> peer_credit;
   std::vector<uint64_t> sent, consumed;     ///< stream positions, per peer (out / in)
@@ -203,15 +221,17 @@ struct Channel {
       if (!vcq[i]) continue;
       if (staging_stadd[i]) utofu_dereg_mem(vcq[i], staging_stadd[i], 0);
       if (i == 0 && credit_stadd) utofu_dereg_mem(vcq[0], credit_stadd, 0);
+      if (i == 0 && ready_stadd) utofu_dereg_mem(vcq[0], ready_stadd, 0);
       utofu_free_vcq(vcq[i]);
     }
   }
 };
 
-inline int Registrations::get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out) {
+inline int Registrations::get(Channel& c, int port, const unsigned char* base, uint64_t bytes, utofu_stadd_t* out,
+                               bool writable) {
   if (ch != &c) release();  // another communicator's: its VCQs cannot be used here
   for (const Entry& e : entries)
-    if (e.port == port && e.base == base && e.bytes == bytes) {
+    if (e.port == port && e.base == base && e.bytes == bytes && (e.writable || !writable)) {
       *out = e.stadd;
       return UTOFU_SUCCESS;
     }
@@ -226,9 +246,10 @@ inline int Registrations::get(Channel& c, int port, const unsigned char* base, u
     } else {
       ++i;
     }
-  const int rc = utofu_reg_mem(c.vcq[port], const_cast<unsigned char*>(base), size_t(bytes), UTOFU_REG_MEM_FLAG_READ_ONLY, out);
+  const int rc = utofu_reg_mem(c.vcq[port], const_cast<unsigned char*>(base), size_t(bytes),
+                               writable ? 0 : UTOFU_REG_MEM_FLAG_READ_ONLY, out);
   if (rc != UTOFU_SUCCESS) return rc;
-  entries.push_back({base, bytes, port, *out});
+  entries.push_back({base, bytes, port, *out, writable});
   if (!ch && plan) {
     std::lock_guard<std::mutex> hold(c.kept_lock);
     c.kept.push_back(this);
@@ -278,6 +299,21 @@ class UtofuTransport {
       if (*keep) set = static_cast<Registrations*>(keep->get());  // else this call's (no memory for the plan's)
     }
     regions_.push_back({static_cast<const unsigned char*>(base), bytes, set});
+  }
+
+  /// Whether this call lands transfers straight in the receivers' working buffers (the
+  /// schedule's static landing layout is all direct at this p: docs/utofu.md, "Static
+  /// landing layout"). Then a transfer whose data is one range of the working buffer in
+  /// force on both sides (the round pipeline packs or buffers the same transfers on both
+  /// sides: several ranges, reductions) is put at the sender's offset into the receiver's
+  /// buffer, registered writable on port 0, once the receiver has said it entered the
+  /// call (a ready put carrying the buffer's stadd and size, at its first receive from the
+  /// sender); the others go through the staging ring. Every rank enters the same direct
+  /// calls, so the call count is the ready put's sequence number.
+  void landing(bool direct) {
+    if (bind_rc_ != MPI_SUCCESS || !direct) return;
+    direct_ = true;
+    seq_ = ++ch_->direct_seq;
   }
 
   void bind(MPI_Comm comm, MPI_Datatype type, MPI_Op op) {
@@ -354,7 +390,7 @@ class UtofuTransport {
     if (*r < 0) return;
     Op& o = ops_[size_t(*r)];
     if (!o.done && o.sent == 0 && o.outstanding == 0) {  // not started: take it off its queue
-      auto& q = o.is_send ? sendq_[size_t(o.peer)] : recvq_[size_t(o.peer)];
+      auto& q = o.direct ? (o.is_send ? dsendq_ : drecvq_)[size_t(o.peer)] : (o.is_send ? sendq_ : recvq_)[size_t(o.peer)];
       for (auto it = q.begin(); it != q.end(); ++it)
         if (*it == *r) {
           q.erase(it);
@@ -377,6 +413,8 @@ class UtofuTransport {
     utofu_stadd_t stadd = 0;       ///< where a send's data is registered (0: not registered)
     bool own_stadd = false;        ///< stadd is the message's own registration (deregistered at retire)
     bool retired = false;
+    bool direct = false;           ///< lands in the receiver's working buffer (landing())
+    uint64_t off = 0;              ///< direct: its offset in the working buffer (the same on both sides)
   };
 
   static int attr_key() {
@@ -415,12 +453,14 @@ class UtofuTransport {
     const size_t P = size_t(c->ports);
     for (size_t i = 0; rc == UTOFU_SUCCESS && i < P; ++i) rc = utofu_create_vcq(tnis[i], 0, &c->vcq[i]);
     std::free(tnis);
-    if (rc == UTOFU_SUCCESS && !(c->staging.allocate(p * kStagingBytes) && c->credit_area.allocate(p * sizeof(uint64_t))))
+    if (rc == UTOFU_SUCCESS && !(c->staging.allocate(p * kStagingBytes) && c->credit_area.allocate(p * sizeof(uint64_t)) &&
+                                 c->ready_area.allocate(3 * p * sizeof(uint64_t))))
       rc = UTOFU_ERR_OUT_OF_MEMORY;  // still takes part in the allgather below, which reports it
     c->credit = reinterpret_cast<uint64_t*>(c->credit_area.data());
+    c->ready = reinterpret_cast<uint64_t*>(c->ready_area.data());
     // Bootstrap: every rank learns every rank's VCQ id and staging stadd per port, its
     // credit stadd, and whether all succeeded.
-    const size_t W = 2 * P + 2;
+    const size_t W = 2 * P + 3;
     std::vector<uint64_t> mine(W, 0), all(W * p);
     for (size_t i = 0; rc == UTOFU_SUCCESS && i < P; ++i) {
       utofu_vcq_id_t id = 0;
@@ -431,8 +471,10 @@ class UtofuTransport {
     }
     if (rc == UTOFU_SUCCESS)
       rc = utofu_reg_mem(c->vcq[0], c->credit_area.data(), c->credit_area.size(), 0, &c->credit_stadd);
+    if (rc == UTOFU_SUCCESS) rc = utofu_reg_mem(c->vcq[0], c->ready_area.data(), c->ready_area.size(), 0, &c->ready_stadd);
     mine[2 * P] = c->credit_stadd;
-    mine[2 * P + 1] = uint64_t(rc == UTOFU_SUCCESS ? 0 : 1);
+    mine[2 * P + 1] = c->ready_stadd;
+    mine[2 * P + 2] = uint64_t(rc == UTOFU_SUCCESS ? 0 : 1);
     int mrc = MPI_Allgather(mine.data(), int(W), MPI_UINT64_T, all.data(), int(W), MPI_UINT64_T, comm);
     bool ok = mrc == MPI_SUCCESS;
     for (size_t i = 0; ok && i < p; ++i) ok = all[W * i + W - 1] == 0;
@@ -443,6 +485,7 @@ class UtofuTransport {
     c->peer_vcq.resize(p * P);
     c->peer_staging.resize(p * P);
     c->peer_credit.resize(p);
+    c->peer_ready.resize(p);
     for (size_t i = 0; i < p; ++i) {
       for (size_t k = 0; k < P; ++k) {
         c->peer_vcq[i * P + k] = all[W * i + 2 * k];
@@ -451,6 +494,7 @@ class UtofuTransport {
         c->peer_staging[i * P + k] = all[W * i + 2 * k + 1];
       }
       c->peer_credit[i] = all[W * i + 2 * P];
+      c->peer_ready[i] = all[W * i + 2 * P + 1];
     }
     c->sent.assign(p, 0);
     c->consumed.assign(p, 0);
@@ -467,6 +511,10 @@ class UtofuTransport {
     if (sendq_.size() != size_t(c.size)) {
       sendq_.assign(size_t(c.size), {});
       recvq_.assign(size_t(c.size), {});
+      dsendq_.assign(size_t(c.size), {});
+      drecvq_.assign(size_t(c.size), {});
+      dnotes_.assign(size_t(c.size), {});
+      ready_to_.assign(size_t(c.size), 0);
       peer_step_.assign(size_t(c.size), 0);
       peer_port_.assign(size_t(c.size), 0);
     }
@@ -492,7 +540,24 @@ class UtofuTransport {
       o.bytes = 1;
       o.data = is_send ? &token_out_ : &token_in_;
     }
-    if (is_send && o.bytes > kPiggybackBytes) {
+    if (direct_ && !regions_.empty()) {
+      // Direct: one range of the working buffer in force (the same rule on both sides).
+      const Region& g = regions_.back();
+      if (o.data >= g.base && uint64_t(o.data - g.base) <= g.bytes && o.bytes <= g.bytes - uint64_t(o.data - g.base)) {
+        if (dbase_ != g.base) {  // the landing target: registered writable once per buffer
+          if (g.set->get(c, 0, g.base, g.bytes, &dstadd_, /*writable=*/true) != UTOFU_SUCCESS) return MPI_ERR_BUFFER;
+          dbase_ = g.base;
+          dbytes_ = g.bytes;
+        }
+        o.direct = true;
+        o.off = uint64_t(o.data - g.base);
+        if (is_send) {
+          o.port = 0;
+          o.stadd = dstadd_ + o.off;
+        }
+      }
+    }
+    if (is_send && o.bytes > kPiggybackBytes && !o.direct) {
       // From a working buffer: its registration on this port (made once); from anywhere
       // else (a packed send in scratch memory): the message's own, for its puts.
       int urc = UTOFU_SUCCESS;
@@ -508,8 +573,40 @@ class UtofuTransport {
     }
     *r = int(ops_.size());
     ops_.push_back(o);
-    (is_send ? sendq_ : recvq_)[size_t(peer)].push_back(*r);
+    if (o.direct) {
+      (is_send ? dsendq_ : drecvq_)[size_t(peer)].push_back(*r);
+      if (!is_send && ready_to_[size_t(peer)] != seq_) {  // tell the sender this rank is in the call
+        ready_to_[size_t(peer)] = seq_;
+        if (const int rc = send_ready(peer); rc != MPI_SUCCESS) return rc;
+      }
+    } else {
+      (is_send ? sendq_ : recvq_)[size_t(peer)].push_back(*r);
+    }
     return progress();
+  }
+
+  /// The ready put to `peer`: this rank's landing buffer (stadd, size), then the call's
+  /// sequence number, in that order on one VCQ pair (STRONG_ORDER), so a sender that sees
+  /// the number sees the buffer.
+  int send_ready(int peer) {
+    Channel& c = *ch_;
+    ready_out_[0] = dstadd_;
+    ready_out_[1] = dbytes_;
+    ready_out_[2] = seq_;
+    const utofu_vcq_id_t to = c.peer_vcq[size_t(peer) * size_t(c.ports)];
+    const utofu_stadd_t slot = c.peer_ready[size_t(peer)] + uint64_t(c.rank) * 3 * sizeof(uint64_t);
+    for (int part = 0; part < 2; ++part) {
+      void* data = part == 0 ? static_cast<void*>(&ready_out_[0]) : static_cast<void*>(&ready_out_[2]);
+      const utofu_stadd_t at = slot + (part == 0 ? 0 : 2 * sizeof(uint64_t));
+      const size_t len = part == 0 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+      int rc = utofu_put_piggyback(c.vcq[0], to, data, at, len, 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
+      while (rc == UTOFU_ERR_BUSY) {
+        drain_one();
+        rc = utofu_put_piggyback(c.vcq[0], to, data, at, len, 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
+      }
+      if (rc != UTOFU_SUCCESS) return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
   }
 
   void retire(Request* r) {
@@ -524,6 +621,21 @@ class UtofuTransport {
     if (all) ops_.clear();
   }
 
+  /// A put's local completion read from a TCQ (its cbdata names the operation; credits and
+  /// ready puts have none).
+  void completed(void* cb) {
+    const uintptr_t id = reinterpret_cast<uintptr_t>(cb);
+    if (id > 0 && id <= ops_.size()) {
+      Op& o = ops_[id - 1];
+      if (--o.outstanding == 0 && o.sent == o.bytes) o.done = true;
+    }
+  }
+  /// A full transmit queue on port 0 (UTOFU_ERR_BUSY): reads one completion, keeping it.
+  void drain_one() {
+    void* cb = nullptr;
+    if (utofu_poll_tcq(ch_->vcq[0], 0, &cb) == UTOFU_SUCCESS) completed(cb);
+  }
+
   /// One pass: retire local completions, count arrivals, copy out and return credits, put
   /// what the credits allow.
   int progress() {
@@ -531,22 +643,56 @@ class UtofuTransport {
     void* cb = nullptr;
     int rc = UTOFU_SUCCESS;
     for (int port = 0; port < c.ports; ++port) {
-      while ((rc = utofu_poll_tcq(c.vcq[port], 0, &cb)) == UTOFU_SUCCESS) {
-        const uintptr_t id = reinterpret_cast<uintptr_t>(cb);
-        if (id > 0 && id <= ops_.size()) {
-          Op& o = ops_[id - 1];
-          if (--o.outstanding == 0 && o.sent == o.bytes) o.done = true;
-        }
-      }
+      while ((rc = utofu_poll_tcq(c.vcq[port], 0, &cb)) == UTOFU_SUCCESS) completed(cb);
       if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
       utofu_mrq_notice n;
       while ((rc = utofu_poll_mrq(c.vcq[port], 0, &n)) == UTOFU_SUCCESS) {
         if (n.notice_type != UTOFU_MRQ_TYPE_RMT_PUT) continue;
         auto it = c.rank_of.find(n.vcq_id);
         if (it == c.rank_of.end()) continue;  // a put on another communicator's VCQ? not ours
-        c.arrived[size_t(it->second)].push_back(uint8_t(n.edata));
+        // A direct put (into the landing buffer, on port 0) or a piece of the staging ring.
+        if (dbase_ && port == 0 && n.rmt_stadd >= dstadd_ && n.rmt_stadd <= dstadd_ + dbytes_)
+          dnotes_[size_t(it->second)].push_back(uint8_t(n.edata));
+        else
+          c.arrived[size_t(it->second)].push_back(uint8_t(n.edata));
       }
       if (rc != UTOFU_ERR_NOT_FOUND) return MPI_ERR_OTHER;
+    }
+    // Direct receives: the puts of one source land in posting order (one VCQ pair, STRONG_
+    // ORDER), cut into pieces as the sender cut them; the data is already in place.
+    for (size_t s = 0; s < drecvq_.size(); ++s)
+      while (!dnotes_[s].empty() && !drecvq_[s].empty()) {
+        Op& o = ops_[size_t(drecvq_[s].front())];
+        if (dnotes_[s].front() != o.tag) return MPI_ERR_INTERN;
+        dnotes_[s].pop_front();
+        o.sent += std::min(kPieceBytes, o.bytes - o.sent);
+        if (o.sent == o.bytes) {
+          o.done = true;
+          drecvq_[s].pop_front();
+        }
+      }
+    for (size_t d = 0; d < dsendq_.size(); ++d) {
+      // A direct put waits for the receiver's ready put of this call.
+      if (dsendq_[d].empty() || __atomic_load_n(&c.ready[3 * d + 2], __ATOMIC_ACQUIRE) < seq_) continue;
+      const utofu_stadd_t rbase = c.ready[3 * d];
+      const uint64_t rbytes = c.ready[3 * d + 1];
+      while (!dsendq_[d].empty()) {
+        const int id = dsendq_[d].front();
+        Op& o = ops_[size_t(id)];
+        if (o.off > rbytes || o.bytes > rbytes - o.off) return MPI_ERR_INTERN;  // the buffers' layouts differ
+        const uint64_t piece = std::min(kPieceBytes, o.bytes - o.sent);
+        const utofu_vcq_id_t to = c.peer_vcq[d * size_t(c.ports)];
+        const utofu_stadd_t dst = rbase + o.off + o.sent;
+        void* cbdata = reinterpret_cast<void*>(uintptr_t(id) + 1);
+        rc = piece <= kPiggybackBytes ? utofu_put_piggyback(c.vcq[0], to, o.data + o.sent, dst, size_t(piece), o.tag, kPutFlags, cbdata)
+                                      : utofu_put(c.vcq[0], to, o.stadd + o.sent, dst, size_t(piece), o.tag, kPutFlags, cbdata);
+        if (rc == UTOFU_ERR_BUSY) break;
+        if (rc != UTOFU_SUCCESS) return MPI_ERR_OTHER;
+        ++o.outstanding;
+        direct_puts().fetch_add(1, std::memory_order_relaxed);
+        o.sent += piece;
+        if (o.sent == o.bytes) dsendq_[d].pop_front();
+      }
     }
     for (size_t s = 0; s < recvq_.size(); ++s) {
       bool moved = false;
@@ -574,7 +720,7 @@ class UtofuTransport {
         rc = utofu_put_piggyback(c.vcq[0], to, c.credit_value, slot, sizeof(uint64_t), 0, UTOFU_ONESIDED_FLAG_STRONG_ORDER,
                                  nullptr);
         while (rc == UTOFU_ERR_BUSY) {
-          utofu_poll_tcq(c.vcq[0], 0, &cb);
+          drain_one();  // a data put's completion read here is kept (found with direct landing)
           rc = utofu_put_piggyback(c.vcq[0], to, c.credit_value, slot, sizeof(uint64_t), 0,
                                    UTOFU_ONESIDED_FLAG_STRONG_ORDER, nullptr);
         }
@@ -634,6 +780,16 @@ class UtofuTransport {
   std::vector<uint64_t> peer_step_; ///< the step_seq_ in which a peer last got a port
   std::vector<uint8_t> peer_port_;  ///< that port
   unsigned char token_out_ = 0, token_in_ = 0;  ///< the byte an empty message carries (post())
+  // Direct landing (landing()).
+  bool direct_ = false;
+  uint64_t seq_ = 0;                              ///< this call's number among the communicator's direct calls
+  const unsigned char* dbase_ = nullptr;          ///< the landing buffer (registered writable on port 0)
+  uint64_t dbytes_ = 0;
+  utofu_stadd_t dstadd_ = 0;
+  std::vector<std::deque<int>> dsendq_, drecvq_;  ///< direct transfers per peer, in posting order
+  std::vector<std::deque<uint8_t>> dnotes_;       ///< per source: step tags of direct puts arrived, not yet matched
+  std::vector<uint64_t> ready_to_;                ///< per source: the call whose ready put it got
+  uint64_t ready_out_[3] = {0, 0, 0};
 };
 
 }  // namespace bine::utofu
