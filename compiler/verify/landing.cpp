@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <tuple>
 
 namespace bine {
 
@@ -38,34 +37,30 @@ void for_each_block(const BlockSet& b, int64_t B, F&& f) {
 /// The matched pairs of round t (unmatched operations are ignored: the verifier rejects
 /// instances that have them).
 std::vector<Pair> pairs_of(const Schedule& sch, size_t t) {
-  using Key = std::tuple<int64_t, int64_t, int64_t>;  // (s, d, k)
+  // Sorted by (source, destination), stably: each pair's operations keep their posting
+  // order, so the k-th send of a group meets the k-th receive (no per-peer counting).
+  using Key = std::pair<int64_t, int64_t>;  // (s, d)
   std::vector<std::pair<Key, const SendOp*>> sends;
   std::vector<std::pair<Key, const RecvOp*>> recvs;
-  for (int64_t x = 0; x < sch.p; ++x) {
-    std::vector<std::pair<int64_t, int64_t>> ks, kr;  // per peer: count so far (few peers per round)
-    auto next = [](std::vector<std::pair<int64_t, int64_t>>& v, int64_t peer) {
-      for (auto& [q, n] : v)
-        if (q == peer) return n++;
-      v.push_back({peer, 1});
-      return int64_t(0);
-    };
+  for (int64_t x = 0; x < sch.p; ++x)
     for (const Op& op : sch.ranks[size_t(x)][t]) {
-      if (const auto* s = std::get_if<SendOp>(&op)) sends.push_back({Key{x, s->peer, next(ks, s->peer)}, s});
-      else if (const auto* r = std::get_if<RecvOp>(&op)) recvs.push_back({Key{r->peer, x, next(kr, r->peer)}, r});
+      if (const auto* s = std::get_if<SendOp>(&op)) sends.push_back({Key{x, s->peer}, s});
+      else if (const auto* r = std::get_if<RecvOp>(&op)) recvs.push_back({Key{r->peer, x}, r});
     }
-  }
   auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
-  std::sort(sends.begin(), sends.end(), by_key);
-  std::sort(recvs.begin(), recvs.end(), by_key);
+  std::stable_sort(sends.begin(), sends.end(), by_key);
+  std::stable_sort(recvs.begin(), recvs.end(), by_key);
   std::vector<Pair> out;
   size_t i = 0, j = 0;
   while (i < sends.size() && j < recvs.size()) {
     if (sends[i].first < recvs[j].first) ++i;
     else if (recvs[j].first < sends[i].first) ++j;
     else {
-      out.push_back({std::get<0>(sends[i].first), std::get<1>(sends[i].first), sends[i].second, recvs[j].second});
-      ++i;
-      ++j;
+      const Key k = sends[i].first;
+      for (; i < sends.size() && j < recvs.size() && sends[i].first == k && recvs[j].first == k; ++i, ++j)
+        out.push_back({k.first, k.second, sends[i].second, recvs[j].second});
+      while (i < sends.size() && sends[i].first == k) ++i;  // unmatched (the verifier rejects those)
+      while (j < recvs.size() && recvs[j].first == k) ++j;
     }
   }
   return out;
