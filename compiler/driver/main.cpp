@@ -184,7 +184,11 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     }
     if (json) {
       std::string j = report_json(*s, rep, opt);
-      if (!land.empty()) j = j.substr(0, j.size() - 1) + ",\"landing\":" + land + "}";
+      if (!land.empty()) {  // one more key, the object's keys still sorted
+        nlohmann::json o = nlohmann::json::parse(j);
+        o["landing"] = nlohmann::json::parse(land);
+        j = o.dump();
+      }
       std::cout << (i ? ",\n " : "\n ") << j;
     } else if (!quiet || !rep.ok) {
       std::cout << summary_line(*s, rep, opt) << "\n" << land;

@@ -63,6 +63,18 @@ def main():
     case("--all-roots-up-to 0 samples valid roots at small p",
          ["check", "dsl/lib/bine_bcast.bine", "--schedule", "bine_bcast_lat", "--ranks", "1..3", "--all-roots-up-to", "0"],
          0, out=r"verified p=1\.\.3, 6 instances")
+    # check --landing (docs/utofu.md, "Static landing layout"): a binomial-tree bcast sends p - 1
+    # messages, each block once into a rank that never touched it (1 + ... + 7 = 28 at p = 1..8,
+    # all direct); a reduce's messages are reductions (none direct); the JSON key keeps keys sorted.
+    case("check --landing: a bcast lands all of its p - 1 transfers per p directly",
+         ["check", "dsl/lib/bine_bcast.bine", "--schedule", "bine_bcast_lat", "--ranks", "1..8", "--landing"], 0,
+         out=r"\n  landing layout \(p=1\.\.8, 8 instances\): 28 of 28 transfers land directly in the receiver's vector, proved\n$")
+    case("check --landing: a reduce lands none, and says why",
+         ["check", "dsl/lib/bine_tree.bine", "--schedule", "bine_reduce_lat", "--ranks", "1..8", "--landing"], 0,
+         out=r"0 of 28 transfers land directly(.|\n)*staged: line \d+ -> line \d+: at p=2, .*the receive reduces")
+    case("check --landing --json: a sorted landing key",
+         ["check", "dsl/lib/bine_bcast.bine", "--schedule", "bine_bcast_lat", "--ranks", "1..8", "--landing", "--json"], 0,
+         out=r'"instances":\d+,"landing":\{"analysed":true,"direct":28,"instances":8,"p_hi":8,"p_lo":1,"staged":\[\],"transfers":28\},"ok":true')
     case("cost --bytes -1 does not wrap", ["cost", "dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "-p", "4",
                                            "--bytes", "-1", "--alpha", "1", "--beta", "1", "--gamma", "1"],
          105, err=r"--bytes: must be 0 or more, got -1")
