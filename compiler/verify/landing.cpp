@@ -178,7 +178,8 @@ std::vector<LandingViolation> check_landing(const Schedule& sch, const LandingLa
   for (int64_t d = 0; d < P; ++d) {
     const auto& mine = direct[size_t(d)];
     for (size_t i = 0; i < mine.size(); ++i) {
-      const auto& [t, pr] = mine[i];
+      const size_t t = mine[i].first;  // not a structured binding: the lambda below uses it
+      const Pair* pr = mine[i].second;
       bool reported = false;
       for_each_block(pr->recv->blocks, B, [&](int64_t b) {
         const int32_t w = writer[size_t(b)];
