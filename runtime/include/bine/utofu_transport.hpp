@@ -21,6 +21,12 @@
 // overwritten before the receiver has consumed it, within a call and across calls (the
 // fast-sender hazard).
 //
+// Direct landing (docs/utofu.md, "Direct landing in the transport"): a call told by
+// landing(true) that its schedule's static landing layout is proved all direct puts each
+// one-range transfer straight into the receiver's working buffer (registered writable on
+// port 0) at the sender's offset, once the receiver's ready put for this call has arrived;
+// the others use the staging ring above.
+//
 // Ports (docs/utofu.md, "Multi-port"). A communicator has one VCQ on each of up to
 // kMaxPorts TNIs. In each round the sender gives its peers ports in the order of its first
 // send to each (the i-th peer: port i mod ports), so a round's messages to different peers
