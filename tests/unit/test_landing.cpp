@@ -206,6 +206,24 @@ struct Planted {
   }
 };
 
+/// One transfer of a planted instance: round, sender, receiver, the single block, statement.
+struct Xfer {
+  size_t t;
+  int64_t s, d, block;
+  const char* name;
+};
+/// A planted instance of p ranks, B blocks and `rounds` rounds with these transfers.
+Schedule planted(int64_t p, int64_t B, int64_t rounds, std::initializer_list<Xfer> xs) {
+  Planted x(p, B, rounds);
+  for (const Xfer& e : xs) x.transfer(e.t, e.s, e.d, BlockSet::block(e.block, B), e.name);
+  return x.sch;
+}
+/// The checker proves `layout` on `sch`, and the one-sided execution agrees.
+void check_safe(const Schedule& sch, const LandingLayout& layout) {
+  CHECK(check_landing(sch, layout).empty());
+  CHECK(execute(sch, layout, 200) == "");
+}
+
 bool has_kind(const std::vector<LandingViolation>& v, LandingViolation::Kind k) {
   for (const LandingViolation& x : v)
     if (x.kind == k) return true;
@@ -217,23 +235,18 @@ bool has_kind(const std::vector<LandingViolation>& v, LandingViolation::Kind k) 
 TEST_CASE("landing: each hazard, planted, is reported with its kind and breaks the one-sided execution") {
   const LandingLayout all;  // every origin direct
   SUBCASE("early: a put may overwrite a block its receiver still sends") {
-    Planted x(3, 2, 2);
-    x.transfer(0, 2, 0, BlockSet::block(0, 2), "a");  // rank 2 reads block 0 in round 0
-    x.transfer(1, 1, 2, BlockSet::block(0, 2), "b");  // rank 1 knows nothing of rank 2
-    const auto v = check_landing(x.sch, all);
+    // Rank 2 reads block 0 in round 0; rank 1 knows nothing of rank 2.
+    const Schedule x = planted(3, 2, 2, {{0, 2, 0, 0, "a"}, {1, 1, 2, 0, "b"}});
+    const auto v = check_landing(x, all);
     REQUIRE(v.size() == 1);
     CHECK(v[0].kind == LandingViolation::early);
     CHECK(v[0].rank == 2);
     CHECK(v[0].round == 1);
     CHECK(v[0].peer == 1);
     CHECK(v[0].block == 0);
-    CHECK(execute(x.sch, all, 200) != "");
+    CHECK(execute(x, all, 200) != "");
     // The same with the block read by the putting rank itself: it has the data, so the read is over.
-    Planted y(3, 2, 2);
-    y.transfer(0, 2, 1, BlockSet::block(0, 2), "a");
-    y.transfer(1, 1, 2, BlockSet::block(0, 2), "b");
-    CHECK(check_landing(y.sch, all).empty());
-    CHECK(execute(y.sch, all, 200) == "");
+    check_safe(planted(3, 2, 2, {{0, 2, 1, 0, "a"}, {1, 1, 2, 0, "b"}}), all);
   }
   SUBCASE("early: a put may land while its receiver sends the block in the same round") {
     Planted x(2, 1, 1);
@@ -244,22 +257,16 @@ TEST_CASE("landing: each hazard, planted, is reported with its kind and breaks t
     CHECK(execute(x.sch, all, 200) != "");
   }
   SUBCASE("overlap: two puts in flight write one block") {
-    Planted x(3, 2, 2);
-    x.transfer(0, 0, 2, BlockSet::block(0, 2), "a");
-    x.transfer(1, 1, 2, BlockSet::block(0, 2), "b");  // rank 1 cannot know that rank 0's landed
-    const auto v = check_landing(x.sch, all);
+    // Rank 1 cannot know that rank 0's put landed.
+    const Schedule x = planted(3, 2, 2, {{0, 0, 2, 0, "a"}, {1, 1, 2, 0, "b"}});
+    const auto v = check_landing(x, all);
     REQUIRE(!v.empty());
     CHECK(v[0].kind == LandingViolation::overlap);
     CHECK(v[0].other_round == 0);
     CHECK(v[0].other_peer == 0);
-    CHECK(execute(x.sch, all, 200) != "");
+    CHECK(execute(x, all, 200) != "");
     // Ordered by a message of rank 2 after the first landed: safe.
-    Planted y(3, 2, 3);
-    y.transfer(0, 0, 2, BlockSet::block(0, 2), "a");
-    y.transfer(1, 2, 1, BlockSet::block(1, 2), "c");
-    y.transfer(2, 1, 2, BlockSet::block(0, 2), "b");
-    CHECK(check_landing(y.sch, all).empty());
-    CHECK(execute(y.sch, all, 200) == "");
+    check_safe(planted(3, 2, 3, {{0, 0, 2, 0, "a"}, {1, 2, 1, 1, "c"}, {2, 1, 2, 0, "b"}}), all);
   }
   SUBCASE("copy: a reducing receive cannot land directly") {
     Planted x(2, 1, 1);

@@ -549,7 +549,7 @@ class UtofuTransport {
     if (direct_ && !regions_.empty()) {
       // Direct: one range of the working buffer in force (the same rule on both sides).
       const Region& g = regions_.back();
-      if (o.data >= g.base && uint64_t(o.data - g.base) <= g.bytes && o.bytes <= g.bytes - uint64_t(o.data - g.base)) {
+      if (g.holds(o.data, o.bytes)) {
         if (dbase_ != g.base) {  // the landing target: registered writable once per buffer
           if (g.set->get(c, 0, g.base, g.bytes, &dstadd_, /*writable=*/true) != UTOFU_SUCCESS) return MPI_ERR_BUFFER;
           dbase_ = g.base;
@@ -763,11 +763,14 @@ class UtofuTransport {
     const unsigned char* base;
     uint64_t bytes;
     Registrations* set;
+    bool holds(const unsigned char* data, uint64_t n) const {  ///< [data, data + n) lies inside
+      return data >= base && uint64_t(data - base) <= bytes && n <= bytes - uint64_t(data - base);
+    }
   };
   /// The working buffer holding [data, data + bytes), or null.
   const Region* region_of(const unsigned char* data, uint64_t bytes) const {
     for (const Region& g : regions_)
-      if (data >= g.base && uint64_t(data - g.base) <= g.bytes && bytes <= g.bytes - uint64_t(data - g.base)) return &g;
+      if (g.holds(data, bytes)) return &g;
     return nullptr;
   }
 
