@@ -25,6 +25,7 @@ const std::vector<BuiltinFn>& builtin_fns() {
       {"from_nb", {T::integer}, T::integer, "bine::from_nb", "the integer with negabinary digits b"},
       {"rho", {T::integer}, T::integer, "bine::rho", "rho(s) = sum_{i<=s} (-2)^i (Bine paper Eq. 1)"},
       {"nu", {T::integer, T::integer}, T::integer, "bine::nu", "Bine remap of rank r for p = 2^k (Bine paper Sec. 3.2)"},
+      {"nu_inv", {T::integer, T::integer}, T::integer, "bine::nu_inv", "the rank r with nu(r, p) = v (inverse of nu, p = 2^k)"},
       {"size", {T::set}, T::integer, "bine::set_size", "number of blocks in a set"},
       {"contains", {T::set, T::integer}, T::boolean, "bine::set_contains", "block i is in the set"},
       {"buf", {T::integer, T::set}, T::set, "cx.buf", "blocks S of buffer j (0: the vector, 1..K: `scratch K` buffers)"},

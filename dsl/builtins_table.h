@@ -18,7 +18,7 @@ struct BuiltinFn {
 /// Built-ins by index in builtin_fns() (the order of the table; Expr::builtin holds it).
 enum class BuiltinId {
   log2, ceil_log2, is_pow2, pow2, lowmask, popcount, ctz, clz, bitrev, even, odd, min, max, mod,
-  nb, from_nb, rho, nu, size, contains, buf, bufs,
+  nb, from_nb, rho, nu, nu_inv, size, contains, buf, bufs,
   regions, region, local_rank, region_size, region_rank, equal_regions,
 };
 

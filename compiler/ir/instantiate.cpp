@@ -824,6 +824,7 @@ class RankRun {
       case BuiltinId::from_nb: return k([](I a, I) -> I { return from_nb(a); });
       case BuiltinId::rho: return k([](I a, I) -> I { return rho(a); });
       case BuiltinId::nu: return k([](I a, I b) -> I { return nu(a, b); });
+      case BuiltinId::nu_inv: return k([](I a, I b) -> I { return nu_inv(a, b); });
       case BuiltinId::regions: return k([](I, I) -> I { return bine::regions(); });
       case BuiltinId::region: return k([](I a, I) -> I { return bine::region(a); });
       case BuiltinId::local_rank: return k([](I a, I) -> I { return bine::local_rank(a); });

@@ -575,6 +575,7 @@ class RankRun {
       case BuiltinId::from_nb: return from_nb(a);
       case BuiltinId::rho: return rho(a);
       case BuiltinId::nu: return nu(a, b);
+      case BuiltinId::nu_inv: return nu_inv(a, b);
       case BuiltinId::regions: return bine::regions();
       case BuiltinId::region: return bine::region(a);
       case BuiltinId::local_rank: return bine::local_rank(a);

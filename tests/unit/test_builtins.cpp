@@ -50,6 +50,26 @@ TEST_CASE("nu is a permutation of 0..p-1 for powers of two") {
   CHECK(bine::take_domain_error() != nullptr);
 }
 
+TEST_CASE("nu_inv inverts nu (brute-force inverse table, p = 2^0..2^16; samples at 2^30)") {
+  for (int64_t p = 1; p <= (int64_t(1) << 16); p *= 2) {
+    std::vector<int64_t> inv(size_t(p), -1);
+    for (int64_t r = 0; r < p; ++r) inv[size_t(bine::nu_uncached(r, p))] = r;
+    int64_t bad = 0;
+    for (int64_t v = 0; v < p; ++v) bad += bine::nu_inv(v, p) != inv[size_t(v)];
+    CHECK_MESSAGE(bad == 0, "p = " << p);
+  }
+  const int64_t big = int64_t(1) << 30;
+  for (int64_t r : {int64_t(0), int64_t(1), int64_t(2), big / 3, big / 2, big / 2 + 1, big - 2, big - 1})
+    CHECK(bine::nu_inv(bine::nu_uncached(r, big), big) == r);
+  CHECK(bine::take_domain_error() == nullptr);
+  bine::nu_inv(3, 6);
+  CHECK(bine::take_domain_error() != nullptr);
+  bine::nu_inv(8, 8);
+  CHECK(bine::take_domain_error() != nullptr);
+  bine::nu_inv(-1, 8);
+  CHECK(bine::take_domain_error() != nullptr);
+}
+
 TEST_CASE("checked arithmetic flags domain errors instead of trapping") {
   CHECK(bine::div(7, 0) == 0);
   CHECK(bine::take_domain_error() != nullptr);

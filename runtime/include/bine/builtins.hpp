@@ -160,6 +160,21 @@ inline int64_t nu_uncached(int64_t r, int64_t p) {
   if (b < 0) return domain_error("nu: no k-digit negabinary code");
   return bitrev(b ^ (b >> 1), k);
 }
+/// nu_inv(v, p): the rank r with nu(r, p) = v, the inverse permutation of nu (the
+/// permuted Bine reduce-scatter and allgather move block v back to block nu_inv(v), Bine
+/// paper Sec. 4.3). O(log p): undo nu's steps, bitrev_k, the Gray code b ^ (b >> 1), and
+/// take the integer x with negabinary digits b; x is r or r - p for odd r, -r or p - r for
+/// even r (the parity of x is r's), so r = x mod p (odd x) or -x mod p (even x).
+/// Domain: p a power of two <= 2^30, 0 <= v < p.
+inline int64_t nu_inv(int64_t v, int64_t p) {
+  if (!is_pow2(p) || p > (int64_t(1) << 30)) return domain_error("nu_inv needs a power-of-two p");
+  if (v < 0 || v >= p) return domain_error("nu_inv value outside 0..p-1");
+  int64_t g = bitrev(v, log2(p));
+  int64_t b = 0;
+  for (; g != 0; g >>= 1) b ^= g;  // Gray decode: b = g ^ (g >> 1) ^ (g >> 2) ^ ...
+  const int64_t x = from_nb(b);
+  return odd(x) ? mod(x, p) : mod(-x, p);
+}
 
 // ---- regions of locality (docs/topology.md, "Regions in schedules") ----
 // A region is a group of ranks within which communication is cheap (a node, a socket:
