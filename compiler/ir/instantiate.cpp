@@ -147,67 +147,33 @@ struct Recorder {
 /// finish() concatenates each round into one array, a round at a time.
 class RoundArenas {
  public:
-  explicit RoundArenas(int64_t p) : p_(size_t(p)) {}
-  /// Moves rank x's recorded rounds in (x is the previous rank + 1) and empties `rec`'s
-  /// rounds.
-  void append(int64_t x, Recorder& rec) {
+  explicit RoundArenas(int64_t p, RoundStore& store) : p_(size_t(p)), store_(store) {}
+  /// Moves rank x's recorded rounds into the store (x is the previous rank + 1) and
+  /// empties `rec`'s rounds. False when a round outgrows the store (RoundStore::place()).
+  bool append(int64_t x, Recorder& rec) {
     BINE_ASSERT(size_t(x) == next_, "ranks appended out of order");
     const size_t K = rec.kinds.size();
-    if (x == 0) {
-      rounds_.resize(K);
-      count_.assign(K * p_, 0);
-    }
-    BINE_ASSERT(K == rounds_.size(), "rank " + std::to_string(x) + " ran " + std::to_string(K) + " rounds, rank 0 " +
-                                         std::to_string(rounds_.size()) + " (the round pipeline keeps them uniform)");
-    for (size_t k = 0; k < K; ++k) {
-      const size_t n = rec.start[k + 1] - rec.start[k];
-      count_[k * p_ + size_t(x)] = uint32_t(n);
-      if (n == 0) continue;
-      std::vector<std::vector<Op>>& chunks = rounds_[k];
-      if (chunks.empty() || chunks.back().size() + n > chunks.back().capacity()) {
-        const size_t used = chunks.empty() ? 0 : chunks.back().capacity();
-        chunks.emplace_back().reserve(std::max(n, std::min<size_t>(kMaxChunk, 2 * used + 16)));
-      }
-      std::move(rec.ops.begin() + rec.start[k], rec.ops.begin() + rec.start[k + 1], std::back_inserter(chunks.back()));
-    }
+    if (x == 0) store_.start(int64_t(p_), K);
+    BINE_ASSERT(K == store_.rounds(), "rank " + std::to_string(x) + " ran " + std::to_string(K) + " rounds, rank 0 " +
+                                          std::to_string(store_.rounds()) + " (the round pipeline keeps them uniform)");
+    for (size_t k = 0; k < K; ++k)
+      if (!store_.place(k, size_t(x), rec.ops.data() + rec.start[k], rec.ops.data() + rec.start[k + 1])) return false;
     std::vector<Op>().swap(rec.ops);  // the rank's run stays as it is (the reference rank's is kept)
     rec.start.assign(1, 0);
     std::vector<RoundKind>().swap(rec.kinds);
     ++next_;
-  }
-  /// The store of T rounds (every rank appended); false when a round has 2^32 ops or more.
-  bool finish(size_t T, RoundStore& store) {
-    BINE_ASSERT(next_ == p_ && T == rounds_.size(), "the ranks ran " + std::to_string(rounds_.size()) +
-                                                       " rounds, the instance has " + std::to_string(T));
-    store.p = int64_t(p_);
-    store.ops.resize(T);
-    store.at.assign(T * (p_ + 1), 0);
-    for (size_t t = 0; t < T; ++t) {
-      uint32_t* at = store.at.data() + t * (p_ + 1);
-      uint64_t total = 0;
-      for (size_t x = 0; x < p_; ++x) {
-        at[x] = uint32_t(total);
-        total += count_[t * p_ + x];
-        if (total >= (uint64_t(1) << 32)) return false;
-      }
-      at[p_] = uint32_t(total);
-      std::vector<Op>& dst = store.ops[t];
-      dst.reserve(size_t(total));
-      for (std::vector<Op>& c : rounds_[t]) {
-        std::move(c.begin(), c.end(), std::back_inserter(dst));
-        std::vector<Op>().swap(c);
-      }
-      std::vector<std::vector<Op>>().swap(rounds_[t]);
-    }
     return true;
+  }
+  /// Every rank appended, T rounds.
+  void finish(size_t T) const {
+    BINE_ASSERT(next_ == p_ && T == store_.rounds(), "the ranks ran " + std::to_string(store_.rounds()) +
+                                                         " rounds, the instance has " + std::to_string(T));
   }
 
  private:
-  static constexpr size_t kMaxChunk = size_t(1) << 16;
   size_t p_;
   size_t next_ = 0;
-  std::vector<std::vector<std::vector<Op>>> rounds_;  ///< [k] the chunks of round k
-  std::vector<uint32_t> count_;                        ///< [k * p + x] rank x's ops in round k
+  RoundStore& store_;
 };
 
 class RankRun {
@@ -216,6 +182,7 @@ class RankRun {
           DiagnosticSink& diags)
       : rp_(rp), sites_(sites), rank_(real_rank), commutative_(commutative), diags_(diags), collective_(rp.collective) {
     pipe_.setup(fl, real_rank);
+    pipe_.keep_log(rp_.has_mirror);
     p_ = pipe_.p();
     r_ = pipe_.r();
     root_ = pipe_.root();
@@ -230,6 +197,7 @@ class RankRun {
   void recycle(const FoldLayout& fl, int64_t real_rank) {
     rank_ = real_rank;
     pipe_.setup(fl, real_rank);
+    pipe_.keep_log(rp_.has_mirror);
     p_ = pipe_.p();
     r_ = pipe_.r();
     root_ = pipe_.root();
@@ -1345,7 +1313,13 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   std::vector<Recorder> recorded(size_t(req.p));
   bool helpers = false;
   for (int64_t x = 0; x < req.p && !helpers; ++x) helpers = !fl.runs_body(x);
-  std::unique_ptr<RoundArenas> arenas = helpers ? nullptr : std::make_unique<RoundArenas>(req.p);
+  auto store = std::make_shared<RoundStore>();
+  auto too_many = [&] {
+    diags.error(decl.name_span, inst + ": a round of the instance has more than about 2^31 operations (" +
+                                    std::to_string(RoundStore::kMaxChunks - 1) + " chunks; docs/verifier.md, \"Scale\")");
+    return InstStatus::error;
+  };
+  std::unique_ptr<RoundArenas> arenas = helpers ? nullptr : std::make_unique<RoundArenas>(req.p, *store);
   const RankRun* ref = nullptr;
   int64_t ref_rank = 0;  ///< the first rank that runs the body, whose run the others are compared with
   int64_t first_rank = -1;
@@ -1380,7 +1354,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       if (!ref) {
         ref = &cur;
         ref_rank = x;
-        if (arenas) arenas->append(x, cur.rec);  // every rank, in order: all run the body
+        if (arenas && !arenas->append(x, cur.rec)) return too_many();  // every rank, in order: all run the body
         continue;
       }
       const RankRun& me = cur;
@@ -1422,7 +1396,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
                         std::to_string(me.segments[k]) + "); the segment size must not depend on the rank");
         return InstStatus::error;
       }
-      if (arenas) arenas->append(x, cur.rec);
+      if (arenas && !arenas->append(x, cur.rec)) return too_many();
       if (x != first_rank) {  // compared: keep its rounds only
         if (!arenas) recorded[size_t(x)] = std::move(cur.rec);
         spare = std::move(runs[size_t(x)]);
@@ -1517,28 +1491,19 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   // The ranks' rounds, placed: the k-th round a rank ran is instance round k, except a
   // two-one epilogue, which is the last (the helpers run no body rounds before it).
   out.num_rounds = int64_t(out.round_labels.size());
-  const size_t T = size_t(out.num_rounds), P1 = size_t(req.p) + 1;
-  auto store = std::make_shared<RoundStore>();
-  auto too_many = [&] {
-    diags.error(decl.name_span, inst + ": a round of the instance has 2^32 operations or more (docs/verifier.md, \"Scale\")");
-    return InstStatus::error;
-  };
+  const size_t T = size_t(out.num_rounds);
   if (arenas) {
-    if (!arenas->finish(T, *store)) return too_many();
+    arenas->finish(T);
   } else {
     // Fold helpers: their rounds are placed (a two-one epilogue last) and every rank's
     // recording is moved into the round-major store.
-    store->p = req.p;
-    store->ops.resize(T);
-    store->at.assign(T * P1, 0);
-    std::vector<std::vector<uint32_t>> starts(size_t(req.p));
+    store->start(req.p, T);
+    std::vector<uint32_t> start(T + 1);
     for (int64_t x = 0; x < req.p; ++x) {
       Recorder& rec = runs[size_t(x)] ? runs[size_t(x)]->rec : recorded[size_t(x)];
       const size_t K = rec.kinds.size();
       // round k of the rank is instance round k, except a two-one epilogue (the last); the
       // rounds in between are empty.
-      std::vector<uint32_t>& start = starts[size_t(x)];
-      start.assign(T + 1, 0);
       size_t k = 0;
       for (size_t t = 0; t < T; ++t) {
         start[t] = rec.start[k];
@@ -1548,24 +1513,9 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       start[T] = rec.start[k];
       BINE_ASSERT(k == K, inst + ": " + describe(fl, x) + " ran " + std::to_string(K) + " rounds, the instance has " +
                               std::to_string(T) + " (the round pipeline keeps them uniform)");
-      for (size_t t = 0; t < T; ++t) store->at[t * P1 + size_t(x) + 1] = start[t + 1] - start[t];
-    }
-    for (size_t t = 0; t < T; ++t) {
-      uint64_t total = 0;
-      for (size_t r = 1; r < P1; ++r) {
-        total += store->at[t * P1 + r];
-        if (total >= (uint64_t(1) << 32)) return too_many();
-        store->at[t * P1 + r] = uint32_t(total);
-      }
-      store->ops[t].resize(size_t(total));
-    }
-    for (int64_t x = 0; x < req.p; ++x) {
-      Recorder& rec = runs[size_t(x)] ? runs[size_t(x)]->rec : recorded[size_t(x)];
-      const std::vector<uint32_t>& start = starts[size_t(x)];
       for (size_t t = 0; t < T; ++t)
-        std::move(rec.ops.begin() + start[t], rec.ops.begin() + start[t + 1], store->ops[t].begin() + store->at[t * P1 + size_t(x)]);
+        if (!store->place(t, size_t(x), rec.ops.data() + start[t], rec.ops.data() + start[t + 1])) return too_many();
       std::vector<Op>().swap(rec.ops);
-      std::vector<uint32_t>().swap(starts[size_t(x)]);
     }
   }
   for (int64_t x = 0; x < req.p; ++x) out.ranks[size_t(x)] = RankRounds(store, x);

@@ -116,6 +116,7 @@ class Lowering {
     c->round_level_if = s.round_level_if;
     c->phase_id = s.phase_id >= 0 ? s.phase_id + sc.phase_base : -1;
     c->mirror_of = s.mirror_of >= 0 ? s.mirror_of + sc.phase_base : -1;
+    if (s.kind == StmtKind::mirror) rp_.has_mirror = true;
     c->target = s.target;
     c->group = s.group;
     c->group_span = s.group_span;

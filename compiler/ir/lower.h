@@ -73,6 +73,7 @@ struct RankProgram {
   ExprPtr scratch;                     ///< null: 0
   ExprPtr segment;                     ///< null: unsegmented
   std::vector<InlinedUse> uses;        ///< pre-order
+  bool has_mirror = false;             ///< some `mirror` statement (the pipeline must log body rounds)
   Block body;
 };
 

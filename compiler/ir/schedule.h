@@ -179,16 +179,61 @@ class Round {
 /// after rank (the order the verifier and the cost model read them: a round touches every
 /// rank and its peers, which in rank-major storage are a page apart each). Built once by
 /// instantiation, then read-only and shared by the RankRounds views of its schedule.
-/// Rank r's round t is ops[t][at[t * (p + 1) + r], at[t * (p + 1) + r + 1]).
+///
+/// A round is a list of chunks (up to kMaxChunk ops each; one rank's ops of a round lie in
+/// one chunk, a chunk of its own when they are more), filled as the ranks run: the store
+/// is the instantiation's own buffers, never copied into one array per round (at p = 2^20
+/// that copy touched a gigabyte of fresh pages). at[t * (p + 1) + r] is where rank r's
+/// ops of round t start, as chunk << kIndexBits | index; they end where rank r + 1's start
+/// when that is in the same chunk, else at the end of the chunk.
 struct RoundStore {
-  int64_t p = 0;                       ///< ranks
-  std::vector<std::vector<Op>> ops;    ///< [round] the round's ops, rank after rank
-  std::vector<uint32_t> at;            ///< T * (p + 1) offsets into the rounds (see above)
+  static constexpr unsigned kIndexBits = 17;
+  static constexpr uint32_t kIndexMask = (uint32_t(1) << kIndexBits) - 1;
+  static constexpr size_t kMaxChunk = size_t(1) << 16;                   ///< ops a shared chunk holds
+  static constexpr size_t kMaxChunks = size_t(1) << (32 - kIndexBits);  ///< chunks a round may have
+  int64_t p = 0;                                 ///< ranks
+  std::vector<std::vector<std::vector<Op>>> ops;  ///< [round][chunk] the round's ops, rank after rank
+  std::vector<uint32_t> at;                      ///< T * (p + 1) starts (see above)
   size_t rounds() const { return ops.size(); }
   Round round(size_t t, size_t r) const {
     const uint32_t* a = at.data() + t * size_t(p + 1) + r;
-    const Op* o = ops[t].data();
-    return Round(o + a[0], o + a[1]);
+    const uint32_t s = a[0], e = a[1];
+    if (s == e) return Round();
+    const std::vector<Op>& c = ops[t][s >> kIndexBits];
+    const Op* o = c.data();
+    return Round(o + (s & kIndexMask), (e >> kIndexBits) == (s >> kIndexBits) ? o + (e & kIndexMask) : o + c.size());
+  }
+  /// Makes the store empty for p ranks and T rounds.
+  void start(int64_t ranks, size_t T) {
+    p = ranks;
+    ops.assign(T, {});
+    at.assign(T * size_t(p + 1), 0);
+  }
+  /// Moves ops [first, last) in as rank x's round t; for each t the ranks come in order
+  /// 0, 1, ..., p - 1 (every rank, also those without ops). False when round t would need
+  /// kMaxChunks - 1 chunks (about 2^31 ops).
+  bool place(size_t t, size_t x, Op* first, Op* last) {
+    std::vector<std::vector<Op>>& chunks = ops[t];
+    const size_t n = size_t(last - first);
+    if (n > 0 && (chunks.empty() || chunks.back().size() + n > std::min(chunks.back().capacity(), kMaxChunk))) {
+      if (chunks.size() + 1 >= kMaxChunks) return false;
+      const size_t used = chunks.empty() ? 0 : chunks.back().capacity();
+      chunks.emplace_back().reserve(std::max(n, std::min<size_t>(kMaxChunk, 2 * used + 16)));
+    }
+    at[t * size_t(p + 1) + x] = here(t);
+    if (n > 0) std::move(first, last, std::back_inserter(chunks.back()));
+    if (x + 1 == size_t(p)) at[t * size_t(p + 1) + x + 1] = here(t);
+    return true;
+  }
+
+ private:
+  /// The position after round t's last op: in the last chunk, or the start of the next one
+  /// after a chunk of its own (too large for an index; nothing is appended to it).
+  uint32_t here(size_t t) const {
+    const std::vector<std::vector<Op>>& chunks = ops[t];
+    if (chunks.empty()) return 0;
+    if (chunks.back().size() > kMaxChunk) return uint32_t(chunks.size() << kIndexBits);
+    return uint32_t((chunks.size() - 1) << kIndexBits) | uint32_t(chunks.back().size());
   }
 };
 

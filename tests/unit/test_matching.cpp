@@ -150,35 +150,50 @@ TEST_CASE("RankRounds: round t of the array is the t-th round given; add() appen
 }
 
 TEST_CASE("RankRounds views of a RoundStore read each rank's rounds; add() copies one view, not the store") {
-  // Oracle: the same ops given per rank (RankRounds owning them). The store is filled by
-  // hand, round-major, as instantiation fills it (schedule.h RoundStore).
+  // Oracle: the same ops given per rank (RankRounds owning them). The store is filled as
+  // instantiation fills it (schedule.h RoundStore::place(), rank after rank in each round),
+  // with op counts that cross its chunk boundaries: ranks without ops next to a new chunk,
+  // ranks that fill a chunk to the op, and ranks with more ops than a chunk holds (a chunk
+  // of their own), before and after ranks without ops.
   std::mt19937 rng(7);
-  const int64_t p = 5;
-  const size_t T = 4;
+  const int64_t p = 9;
+  const size_t T = 6;
+  const size_t C = RoundStore::kMaxChunk;
   std::vector<std::vector<RoundOps>> given(static_cast<size_t>(p), std::vector<RoundOps>(T));
   auto store = std::make_shared<RoundStore>();
-  store->p = p;
-  store->ops.resize(T);
-  store->at.assign(T * size_t(p + 1), 0);
-  for (size_t t = 0; t < T; ++t)
+  store->start(p, T);
+  const std::vector<std::vector<size_t>> counts = {
+      {0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1, 0, 2, 0, 0, 3, 0, 1, 0},
+      {C / 2, C / 2, 0, 1, C - 1, 0, 1, 0, 5},
+      {0, C + 3, 0, 0, C + 1, 2, 0, 2 * C, 0},
+      {C, 0, C, 1, 0, 3 * C / 4, C / 4, C / 4 + 1, 0},
+      {2, 0, 0, 0, 0, 0, 0, 0, C + 7},
+  };
+  int64_t checked_chunks = 0;
+  for (size_t t = 0; t < T; ++t) {
     for (int64_t x = 0; x < p; ++x) {
-      for (int k = int(rng() % 3); k > 0; --k) {
+      std::vector<Op> mine;
+      for (size_t k = counts[t][size_t(x)]; k > 0; --k) {
         const Op op = SendOp{int64_t(rng() % uint64_t(p)), BlockSet::block(int64_t(rng() % 8), 8)};
         given[size_t(x)][t].push_back(op);
-        store->ops[t].push_back(op);
+        mine.push_back(op);
       }
-      store->at[t * size_t(p + 1) + size_t(x) + 1] = uint32_t(store->ops[t].size());
+      REQUIRE(store->place(t, size_t(x), mine.data(), mine.data() + mine.size()));
     }
+    checked_chunks += int64_t(store->ops[t].size());
+  }
+  CHECK(checked_chunks >= 12);  // the counts above do cross chunks
   std::vector<RankRounds> views;
   for (int64_t x = 0; x < p; ++x) views.emplace_back(store, x);
   auto same = [&](const RankRounds& rr, const std::vector<RoundOps>& want) {
     REQUIRE(rr.size() == want.size());
     for (size_t t = 0; t < want.size(); ++t) {
       REQUIRE(rr[t].size() == want[t].size());
-      for (size_t i = 0; i < want[t].size(); ++i) {
-        CHECK(peer_of(rr[t][i]) == peer_of(want[t][i]));
-        CHECK(blocks_of(rr[t][i]) == blocks_of(want[t][i]));
-      }
+      size_t bad = 0;
+      for (size_t i = 0; i < want[t].size(); ++i)
+        bad += peer_of(rr[t][i]) != peer_of(want[t][i]) || blocks_of(rr[t][i]) != blocks_of(want[t][i]);
+      CHECK_MESSAGE(bad == 0, "round " << t);
     }
   };
   for (int64_t x = 0; x < p; ++x) same(views[size_t(x)], given[size_t(x)]);

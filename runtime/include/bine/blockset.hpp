@@ -131,8 +131,26 @@ class BlockSet {
       domain_error("stride count outside 0..B");
       return {};
     }
+    std::vector<Range> rs;
+    rs.reserve(size_t(count));
+    for (int64_t j = 0; j < count && B > 0; ++j) {
+      const int64_t i = mod(a + j * step, B);
+      rs.push_back({i, i + 1});
+    }
+    return union_of(rs);
+  }
+  /// The union of ranges `rs` (each lo <= hi, in any order; `rs` is sorted in place):
+  /// O(k log k) for k ranges, where folding them in with | one at a time is O(k^2).
+  static BlockSet union_of(std::vector<Range>& rs) {
+    std::sort(rs.begin(), rs.end());
     BlockSet s;
-    for (int64_t j = 0; j < count; ++j) s = s | block(a + j * step, B);
+    for (const Range& r : rs) {
+      if (r.first >= r.second) continue;
+      if (!s.ranges_.empty() && r.first <= s.ranges_.back().second)
+        s.ranges_.back().second = std::max(s.ranges_.back().second, r.second);
+      else
+        s.ranges_.push_back(r);
+    }
     return s;
   }
 

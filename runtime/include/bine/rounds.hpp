@@ -25,6 +25,7 @@
 //   begin_round(); send/recv/local/permute ...; end_round(sink)     one round of the body
 //   begin_phase(id) ... end_phase(id)  a named group of rounds (phases nest)
 //   mirror(sink, id, at_end, site)     phase id replayed reversed, sends <-> receives
+//                                      (returns kNoLog, replaying nothing, after keep_log(false))
 //
 // The sink receives the instance's rounds in order:
 //   int round(RoundKind kind, std::vector<RoundOp>& ops)  one round (ops may be empty);
@@ -180,6 +181,9 @@ struct FoldLayout {
 /// The round pipeline of one rank (see the top of this file).
 class RoundPipeline {
  public:
+  /// mirror()'s return value when the body rounds were not logged (keep_log(false)): a
+  /// driver error, distinct from any sink's code.
+  static constexpr int kNoLog = -0x4c4f47;
   /// Starts a call on real rank `rank` of `layout`'s instance. No rounds.
   void setup(const FoldLayout& layout, int64_t rank) {
     lay_ = layout;
@@ -191,6 +195,8 @@ class RoundPipeline {
     tt_on_ = lay_.fold == FoldKind::three_two && lay_.extra > 0;
     body_blocks_ = blocks_ = 1;
     log_.clear();
+    logged_ = 0;
+    keep_log_ = true;
     phases_.clear();
     ops_.clear();
     first_sent_ = first_kept_ = BlockSet();
@@ -218,10 +224,18 @@ class RoundPipeline {
   BlockSet real_blocks(const BlockSet& body) const {
     if (lay_.ring) return body.shifted(ring_c_ * body_blocks_);
     if (!lay_.on() || !lay_.blocked) return body;
-    BlockSet out;
-    for (const auto& [lo, hi] : body.ranges())
-      out = out | BlockSet::wrap(lay_.v_first(lo) + lay_.root, lay_.v_first(hi) + lay_.root, lay_.p);
-    return out;
+    if (body.ranges().size() == 1) {
+      const auto [lo, hi] = body.ranges().front();
+      return BlockSet::wrap(lay_.v_first(lo) + lay_.root, lay_.v_first(hi) + lay_.root, lay_.p);
+    }
+    // Many ranges (a strided set): collected and united once, not one union per range.
+    std::vector<BlockSet::Range>& rs = ranges_scratch_;
+    rs.clear();
+    for (const auto& [lo, hi] : body.ranges()) {
+      const BlockSet w = BlockSet::wrap(lay_.v_first(lo) + lay_.root, lay_.v_first(hi) + lay_.root, lay_.p);
+      rs.insert(rs.end(), w.ranges().begin(), w.ranges().end());
+    }
+    return BlockSet::union_of(rs);
   }
   int64_t real_peer(int64_t w) const { return lay_.real_peer(w, ring_c_); }
 
@@ -314,21 +328,26 @@ class RoundPipeline {
   BlockSet group_blocks(const BlockSet& in) const {
     if (!group_.on) return in;
     const int64_t Bi = group_.inner, Bo = body_blocks_, lo = group_.lo, k = group_.k;
-    BlockSet out;
+    std::vector<BlockSet::Range>& rs = ranges_scratch_;  // united once (real_blocks() reuses it after this returns)
+    rs.clear();
     for (const auto& [a, c] : in.ranges())
       for (int64_t j = a / Bi; j * Bi < c; ++j) {
         const int64_t x = std::max(a, j * Bi) - j * Bi, y = std::min(c, (j + 1) * Bi) - j * Bi;
-        out = out | BlockSet::range(j * Bo + lo + x * k, j * Bo + lo + y * k, (j + 1) * Bo);
+        const BlockSet w = BlockSet::range(j * Bo + lo + x * k, j * Bo + lo + y * k, (j + 1) * Bo);
+        rs.insert(rs.end(), w.ranges().begin(), w.ranges().end());
       }
-    return out;
+    return BlockSet::union_of(rs);
   }
 
   // ---- the body ----
   void begin_phase(int id) {
     if (int(phases_.size()) <= id) phases_.resize(size_t(id) + 1, {0, 0});
-    phases_[size_t(id)] = {int64_t(log_.size()), int64_t(log_.size())};
+    phases_[size_t(id)] = {logged_, logged_};
   }
-  void end_phase(int id) { phases_[size_t(id)].second = int64_t(log_.size()); }
+  void end_phase(int id) { phases_[size_t(id)].second = logged_; }
+  /// Whether body rounds are logged for mirror() (on after setup()). A driver whose program
+  /// has no `mirror` statement turns it off: no copy of every body round.
+  void keep_log(bool on) { keep_log_ = on; }
   void begin_round() { ops_.clear(); }
   /// Body statements: `set` of body blocks to / from body rank `peer` (mod p()).
   void send(const BlockSet& set, int64_t peer, int32_t site = -1) {
@@ -372,8 +391,9 @@ class RoundPipeline {
   /// sink its round(s).
   template <class Sink>
   int end_round(Sink& sink) {
-    log_.push_back(ops_);
-    return emit_body(sink, /*first=*/log_.size() == 1, /*fused_replay=*/false);
+    if (keep_log_) log_.push_back(ops_);
+    ++logged_;
+    return emit_body(sink, /*first=*/logged_ == 1, /*fused_replay=*/false);
   }
   /// Replays phase `id` reversed: its rounds in reverse order, each send becoming a copy
   /// receive and each receive a send, same peers and blocks, a permutation its inverse,
@@ -384,6 +404,7 @@ class RoundPipeline {
   template <class Sink>
   int mirror(Sink& sink, int id, bool at_end, int32_t site = -1) {
     const auto [start, end] = id < int(phases_.size()) ? phases_[size_t(id)] : std::pair<int64_t, int64_t>{0, 0};
+    if (!keep_log_ && end > start) return kNoLog;
     for (int64_t i = end; i-- > start;) {
       sink.replay(i);
       ops_.clear();
@@ -401,6 +422,7 @@ class RoundPipeline {
         ops_.push_back(std::move(m));
       }
       log_.push_back(ops_);
+      ++logged_;
       const int rc = emit_body(sink, /*first=*/false, /*fused_replay=*/at_end && i == 0);
       if (rc) return rc;
     }
@@ -656,6 +678,9 @@ class RoundPipeline {
   bool fused_ = false;
   std::vector<RoundOp> ops_;                 ///< the round being built
   std::vector<std::vector<RoundOp>> log_;    ///< [body round] its ops in real terms, before any fold 3-2 rewrite
+  mutable std::vector<BlockSet::Range> ranges_scratch_;  ///< group_blocks()' and real_blocks()' ranges (kept: no allocation per call)
+  int64_t logged_ = 0;                       ///< body rounds so far (log_.size() when keep_log_)
+  bool keep_log_ = true;                     ///< log_ is kept (mirror() needs it)
   std::vector<std::pair<int64_t, int64_t>> phases_;  ///< [phase id] body rounds [first, end)
   BlockSet first_sent_, first_kept_;  ///< fold 3-2: the body's first round, sent / kept afterwards
 };
