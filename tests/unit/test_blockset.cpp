@@ -1,7 +1,9 @@
 // BlockSet operations against a brute-force model (std::set of block indices).
 #include <doctest/doctest.h>
 
+#include <random>
 #include <set>
+#include <vector>
 
 #include "bine/blockset.hpp"
 
@@ -47,6 +49,26 @@ TEST_CASE("wrap, stride, union, intersection and difference match the set model"
   CHECK(bine::take_domain_error() == nullptr);
   bine::BlockSet::range(0, B + 1, B);
   CHECK(bine::take_domain_error() != nullptr);
+}
+
+TEST_CASE("union_of: ranges in any order, overlapping, adjacent or empty, united as by |") {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int64_t B = 1 + int64_t(rng() % 64);
+    std::vector<bine::BlockSet::Range> rs;
+    bine::BlockSet folded;  // the reference: one union per range
+    std::set<int64_t> want;
+    for (int k = int(rng() % 12); k > 0; --k) {
+      const int64_t lo = int64_t(rng() % uint64_t(B)), hi = lo + int64_t(rng() % uint64_t(B - lo + 1));
+      rs.push_back({lo, hi});
+      folded = folded | bine::BlockSet::range(lo, hi, B);
+      for (int64_t i = lo; i < hi; ++i) want.insert(i);
+    }
+    const bine::BlockSet u = bine::BlockSet::union_of(rs);
+    CHECK(model(u) == want);
+    CHECK(normalized(u));
+    CHECK(u == folded);
+  }
 }
 
 TEST_CASE("block_begin: balanced split, first n mod B blocks one element longer") {
