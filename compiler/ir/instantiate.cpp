@@ -143,8 +143,8 @@ struct Recorder {
 /// recording outlives its run: at p = 2^20 the recordings and the round-major store
 /// together would double the ops' memory. A round's ops go to chunks that grow
 /// geometrically up to 64K ops (no vector doubling over a whole round: its slack would
-/// be a third of the ops' memory), each rank's ops of a round contiguous in one chunk;
-/// finish() concatenates each round into one array, a round at a time.
+/// be a third of the ops' memory), each rank's ops of a round contiguous in one chunk
+/// (RoundStore::place()); the chunks are the store, never copied again.
 class RoundArenas {
  public:
   explicit RoundArenas(int64_t p, RoundStore& store) : p_(size_t(p)), store_(store) {}
