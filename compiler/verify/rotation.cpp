@@ -72,12 +72,7 @@ class Rotation {
   /// Rank-indexed blocks are rank numbers and rotate with them; vector blocks do not.
   BlockSet rotated(const BlockSet& s) const {
     if (!rank_blocks_ || R_ == 0) return s;
-    std::vector<BlockSet::Range> rs;  // united once: O(k log k) for k ranges
-    for (const auto& [lo, hi] : s.ranges()) {
-      const BlockSet w = BlockSet::wrap(lo + R_, hi + R_, p_);
-      rs.insert(rs.end(), w.ranges().begin(), w.ranges().end());
-    }
-    return BlockSet::union_of(rs);
+    return BlockSet::wrap_mapped(s, [&](int64_t b) { return b + R_; }, p_, scratch_);
   }
   /// Whether b is a rotated: interned sets compare by id when nothing rotates.
   bool same_blocks(BlockSetRef b, BlockSetRef a) const {
@@ -148,6 +143,7 @@ class Rotation {
   const Schedule& b_;
   int64_t p_, R_;
   bool rank_blocks_;
+  mutable std::vector<BlockSet::Range> scratch_;  ///< rotated()'s ranges
 };
 
 }  // namespace

@@ -144,14 +144,22 @@ class BlockSet {
   static BlockSet union_of(std::vector<Range>& rs) {
     std::sort(rs.begin(), rs.end());
     BlockSet s;
-    for (const Range& r : rs) {
-      if (r.first >= r.second) continue;
-      if (!s.ranges_.empty() && r.first <= s.ranges_.back().second)
-        s.ranges_.back().second = std::max(s.ranges_.back().second, r.second);
-      else
-        s.ranges_.push_back(r);
-    }
+    for (const Range& r : rs)
+      if (r.first < r.second) s.append_sorted(r);
     return s;
+  }
+  /// The union over the ranges [lo, hi) of `s` of wrap(f(lo), f(hi), B): a set mapped
+  /// range by range (a rotation, the fold's virtual-to-real blocks), united once.
+  /// `scratch` holds the ranges meanwhile (a caller's buffer: no allocation per call).
+  template <class F>
+  static BlockSet wrap_mapped(const BlockSet& s, F&& f, int64_t B, std::vector<Range>& scratch) {
+    if (s.ranges_.size() == 1) return wrap(f(s.ranges_[0].first), f(s.ranges_[0].second), B);
+    scratch.clear();
+    for (const Range& r : s.ranges_) {
+      const BlockSet w = wrap(f(r.first), f(r.second), B);
+      scratch.insert(scratch.end(), w.ranges_.begin(), w.ranges_.end());
+    }
+    return union_of(scratch);
   }
 
   /// Union: a merge of the two sorted range lists (no temporary list).
@@ -160,11 +168,7 @@ class BlockSet {
     size_t i = 0, j = 0;
     while (i < x.ranges_.size() || j < y.ranges_.size()) {
       const bool from_x = j == y.ranges_.size() || (i < x.ranges_.size() && x.ranges_[i] < y.ranges_[j]);
-      const Range r = from_x ? x.ranges_[i++] : y.ranges_[j++];
-      if (!s.ranges_.empty() && r.first <= s.ranges_.back().second)
-        s.ranges_.back().second = std::max(s.ranges_.back().second, r.second);
-      else
-        s.ranges_.push_back(r);
+      s.append_sorted(from_x ? x.ranges_[i++] : y.ranges_[j++]);
     }
     return s;
   }
@@ -230,6 +234,14 @@ class BlockSet {
   }
 
  private:
+  /// Appends r, which starts at or after the last range's start, merging it into the last
+  /// range when they overlap or touch.
+  void append_sorted(const Range& r) {
+    if (!ranges_.empty() && r.first <= ranges_.back().second)
+      ranges_.back().second = std::max(ranges_.back().second, r.second);
+    else
+      ranges_.push_back(r);
+  }
   static BlockSet range_unchecked(int64_t a, int64_t b) {
     BlockSet s;
     if (a < b) s.ranges_.push_back({a, b});

@@ -224,18 +224,7 @@ class RoundPipeline {
   BlockSet real_blocks(const BlockSet& body) const {
     if (lay_.ring) return body.shifted(ring_c_ * body_blocks_);
     if (!lay_.on() || !lay_.blocked) return body;
-    if (body.ranges().size() == 1) {
-      const auto [lo, hi] = body.ranges().front();
-      return BlockSet::wrap(lay_.v_first(lo) + lay_.root, lay_.v_first(hi) + lay_.root, lay_.p);
-    }
-    // Many ranges (a strided set): collected and united once, not one union per range.
-    std::vector<BlockSet::Range>& rs = ranges_scratch_;
-    rs.clear();
-    for (const auto& [lo, hi] : body.ranges()) {
-      const BlockSet w = BlockSet::wrap(lay_.v_first(lo) + lay_.root, lay_.v_first(hi) + lay_.root, lay_.p);
-      rs.insert(rs.end(), w.ranges().begin(), w.ranges().end());
-    }
-    return BlockSet::union_of(rs);
+    return BlockSet::wrap_mapped(body, [&](int64_t v) { return lay_.v_first(v) + lay_.root; }, lay_.p, ranges_scratch_);
   }
   int64_t real_peer(int64_t w) const { return lay_.real_peer(w, ring_c_); }
 
