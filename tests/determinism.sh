@@ -46,4 +46,20 @@ done
 same "schedule --json: two runs" "$tmp/s1.json" "$tmp/s2.json"
 same "check: two runs" "$tmp/c1.txt" "$tmp/c2.txt"
 same "cost --json: two runs" "$tmp/k1.json" "$tmp/k2.json"
+# Instances built and checked on several threads (docs/verifier.md, "Scale": rank ranges
+# side by side, the structure beside the data flow) give the bytes of one thread: the
+# library, its JSON report and the mutations' failures (instantiation errors on ranks of
+# later ranges, deadlocks, double counting, ...), with every instance from p = 2 on run
+# on three threads.
+for n in 1 3; do
+  (cd "$src" && BINE_PARALLEL_MIN_P=2 "$bine_cc" check dsl/lib/*.bine --ranks 1..20 --threads $n) > "$tmp/t$n.txt" 2>&1 || true
+  (cd "$src" && BINE_PARALLEL_MIN_P=2 "$bine_cc" check dsl/lib/*.bine --ranks 1..12 --threads $n --json) > "$tmp/tj$n.json" 2>&1 || true
+  for f in "$src"/tests/mutations/*.bine; do
+    (cd "$src" && BINE_PARALLEL_MIN_P=2 "$bine_cc" check "$f" --ranks 1..12 --threads $n) 2>&1 || true
+  done > "$tmp/tm$n.txt"
+done
+same "check: three threads per instance, library" "$tmp/t1.txt" "$tmp/t3.txt"
+same "check --json: three threads per instance, library" "$tmp/tj1.json" "$tmp/tj3.json"
+same "check: three threads per instance, mutations" "$tmp/tm1.txt" "$tmp/tm3.txt"
+grep -q "error:" "$tmp/tm1.txt" || { echo "FAIL mutations report no error (the comparison above would be empty)"; status=1; }
 exit $status

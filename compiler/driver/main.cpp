@@ -823,6 +823,11 @@ int main(int argc, char** argv) {
   check->add_option("--draw", check_draw,
                     "draw the first failing instance with its counterexample highlighted (SVG; PNG when FILE ends in .png)");
   bool check_smt = false;
+  int check_threads = 0;
+  check->add_option("--threads", check_threads,
+                    "threads that build and check one instance of p >= 4096 ranks (default: the machine's, at most 8; 1: "
+                    "one thread); the results and diagnostics do not depend on it (docs/verifier.md, \"Scale\")")
+      ->check(CLI::Range(1, 64));
   check->add_flag("--smt", check_smt,
                   "also prove the Bine partner rules for every p = 2^k, k = 1..30, with z3 (butterfly involution and "
                   "reach, distance-halving tree; docs/verifier.md); text output only")
@@ -1004,6 +1009,7 @@ int main(int argc, char** argv) {
     region_spec() = spec;
   }
   if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
+  if (check->parsed() && check_threads > 0) set_instance_threads(check_threads);
   if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry, landing_flag);
   if (lwr->parsed()) return cmd_lower(common);
   if (tun->parsed()) {

@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "bine/builtins.hpp"
@@ -26,6 +28,7 @@ namespace {
 std::atomic<int> g_batch_filters{-1};
 }  // namespace
 void set_batch_filters(bool on) { g_batch_filters.store(on ? 1 : 0); }
+
 bool batch_filters_enabled() {
   int v = g_batch_filters.load(std::memory_order_relaxed);
   if (v < 0) {
@@ -162,6 +165,15 @@ class RoundArenas {
     rec.start.assign(1, 0);
     std::vector<RoundKind>().swap(rec.kinds);
     ++next_;
+    return true;
+  }
+  /// Moves in `part`, which a RoundArenas of its own filled with every one of its ranks
+  /// (the ranks after those appended here). False when a round outgrows the store.
+  bool absorb(RoundArenas& part) {
+    BINE_ASSERT(part.next_ == part.p_ && next_ + part.p_ <= p_ && part.store_.rounds() == store_.rounds(),
+                "a part absorbed before its ranks ran, or with other rounds");
+    if (!store_.absorb(std::move(part.store_), next_)) return false;
+    next_ += part.p_;
     return true;
   }
   /// Every rank appended, T rounds.
@@ -1325,6 +1337,140 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   int64_t first_rank = -1;
   bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
   std::unique_ptr<RankRun> spare;  ///< a compared rank's run, recycled for the next rank
+  // Whether rank x's run agrees with the reference rank's on what must not depend on the
+  // rank (block and scratch counts, the round structure, segment sizes); else reports the
+  // first disagreement into `d`.
+  auto agree = [&](const RankRun& me, int64_t x, DiagnosticSink& d) -> bool {
+    if (me.blocks != ref->blocks) {
+      d.error(rp.blocks ? rp.blocks->span : decl.name_span,
+              inst + ": ranks disagree on the block count (" + describe(fl, ref_rank) + ": " + std::to_string(ref->blocks) +
+                  ", " + describe(fl, x) + ": " + std::to_string(me.blocks) + "); the block count must not depend on the rank");
+      return false;
+    }
+    if (me.scratch != ref->scratch) {
+      d.error(rp.scratch ? rp.scratch->span : decl.name_span,
+              inst + ": ranks disagree on the scratch buffer count (" + describe(fl, ref_rank) + ": " +
+                  std::to_string(ref->scratch) + ", " + describe(fl, x) + ": " + std::to_string(me.scratch) +
+                  "); it must not depend on the rank");
+      return false;
+    }
+    const size_t n = std::min(me.sites.size(), ref->sites.size());
+    size_t i = 0;
+    while (i < n && me.sites[i] == ref->sites[i]) ++i;
+    if (i < n || me.sites.size() != ref->sites.size()) {
+      const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
+      const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
+      Diagnostic& dg = d.error(b ? b->span : (a ? a->span : decl.name_span),
+                               inst + ": ranks disagree on the round structure at round " + std::to_string(i) + " (" +
+                                   describe(fl, x) + (b ? " opens it here" : " has no such round") +
+                                   "); conditions and bounds of round loops must not depend on the rank");
+      if (a) add_note(dg, a->span, "the first active rank, " + describe(fl, ref_rank) + ", opens it here");
+      return false;
+    }
+    // Checked after the round structure: ranks that agree on their rounds have one
+    // segment size per round each, so the two lists have the same length.
+    if (me.segments != ref->segments) {
+      size_t k = 0;
+      while (me.segments[k] == ref->segments[k]) ++k;
+      const Expr* seg = rp.segment.get();
+      d.error(seg ? seg->span : decl.name_span,
+              inst + ": ranks disagree on the segment size in round " + std::to_string(k) + " (" + describe(fl, ref_rank) +
+                  ": " + std::to_string(ref->segments[k]) + " bytes, " + describe(fl, x) + ": " +
+                  std::to_string(me.segments[k]) + "); the segment size must not depend on the rank");
+      return false;
+    }
+    return true;
+  };
+  // Rank `no`'s `requires` is false, rank `yes`'s holds.
+  auto requires_differ = [&](const RankRun& no_run, int64_t no, int64_t yes, DiagnosticSink& d) {
+    const Expr* clause = no_run.unmet_clause;
+    d.error(clause ? clause->span : decl.name_span,
+            inst + ": 'requires' clause is false on " + describe(fl, no) + " but holds on " + describe(fl, yes) +
+                "; the conditions of 'requires' must not depend on the rank");
+  };
+  // Ranks first .. p - 1 in contiguous ranges side by side (set_instance_threads()),
+  // once the reference rank has run and every rank runs the body: each range into its own
+  // part of the store, merged in rank order. The lowest range that fails reports (its
+  // diagnostics are the ones one thread reports: it stops at its first failing rank, and
+  // the ranges before it succeeded); the ranges after it stop early and are discarded.
+  auto run_parts = [&](int64_t first) -> InstStatus {
+    const int64_t n = req.p - first;
+    const int k_parts = int(std::min<int64_t>(instance_threads(), n));
+    struct Part {
+      int64_t lo = 0, hi = 0;
+      RoundStore store;
+      std::unique_ptr<RoundArenas> arenas;
+      DiagnosticSink diags;
+      bool failed = false, too_many = false;
+      std::exception_ptr exc;
+    };
+    std::vector<Part> parts(static_cast<size_t>(k_parts));
+    for (int k = 0; k < k_parts; ++k) {
+      Part& part = parts[size_t(k)];
+      part.lo = first + n * k / k_parts;
+      part.hi = first + n * (k + 1) / k_parts;
+      part.arenas = std::make_unique<RoundArenas>(part.hi - part.lo, part.store);
+    }
+    std::atomic<int> lowest_failed{k_parts};
+    auto work = [&](int k) {
+      Part& part = parts[size_t(k)];
+      auto stop = [&] {
+        part.failed = true;
+        int cur = lowest_failed.load();
+        while (k < cur && !lowest_failed.compare_exchange_weak(cur, k)) {
+        }
+      };
+      (void)take_domain_error();
+      bind_regions(req.p);
+      SiteTable part_sites;
+      std::unique_ptr<RankRun> run;
+      try {
+        for (int64_t x = part.lo; x < part.hi; ++x) {
+          if (lowest_failed.load(std::memory_order_relaxed) < k) return;  // an earlier range reports
+          if (run) {
+            run->recycle(fl, x);
+          } else {
+            run = std::make_unique<RankRun>(rp, fl, part_sites, x, req.commutative, part.diags);
+          }
+          run->keep_labels = false;
+          if (!run->run()) {
+            requires_differ(*run, x, first_rank, part.diags);
+            return stop();
+          }
+          if (!agree(*run, x, part.diags)) return stop();
+          if (!part.arenas->append(x - part.lo, run->rec)) {
+            part.too_many = true;
+            return stop();
+          }
+        }
+      } catch (const Failure&) {
+        stop();
+      } catch (...) {
+        part.exc = std::current_exception();
+        stop();
+      }
+    };
+    std::vector<std::thread> pool;
+    std::vector<int> here{0};  // the ranges this thread runs (those no thread could be started for)
+    for (int k = 1; k < k_parts; ++k) {
+      try {
+        pool.emplace_back(work, k);
+      } catch (const std::system_error&) {
+        here.push_back(k);
+      }
+    }
+    for (int k : here) work(k);
+    for (std::thread& th : pool) th.join();
+    for (Part& part : parts) {
+      if (part.exc) std::rethrow_exception(part.exc);
+      if (part.failed) {
+        diags.append(part.diags);
+        return part.too_many ? too_many() : InstStatus::error;
+      }
+      if (!arenas->absorb(*part.arenas)) return too_many();
+    }
+    return InstStatus::ok;
+  };
   try {
     for (int64_t x = 0; x < req.p; ++x) {
       if (spare) {
@@ -1344,10 +1490,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       } else if (met != applies) {
         // Every rank must agree on whether the schedule applies.
         const int64_t no = met ? first_rank : x, yes = met ? x : first_rank;
-        const Expr* clause = runs[size_t(no)]->unmet_clause;
-        diags.error(clause ? clause->span : decl.name_span,
-                    inst + ": 'requires' clause is false on " + describe(fl, no) + " but holds on " + describe(fl, yes) +
-                        "; the conditions of 'requires' must not depend on the rank");
+        requires_differ(*runs[size_t(no)], no, yes, diags);
         return InstStatus::error;
       }
       if (!met) continue;
@@ -1355,47 +1498,14 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
         ref = &cur;
         ref_rank = x;
         if (arenas && !arenas->append(x, cur.rec)) return too_many();  // every rank, in order: all run the body
+        if (arenas && x + 1 < req.p && req.p >= instance_parallel_min_p() && instance_threads() > 1) {
+          const InstStatus st = run_parts(x + 1);
+          if (st != InstStatus::ok) return st;
+          break;
+        }
         continue;
       }
-      const RankRun& me = cur;
-      if (me.blocks != ref->blocks) {
-        diags.error(rp.blocks ? rp.blocks->span : decl.name_span,
-                    inst + ": ranks disagree on the block count (" + describe(fl, ref_rank) + ": " + std::to_string(ref->blocks) +
-                        ", " + describe(fl, x) + ": " + std::to_string(me.blocks) + "); the block count must not depend on the rank");
-        return InstStatus::error;
-      }
-      if (me.scratch != ref->scratch) {
-        diags.error(rp.scratch ? rp.scratch->span : decl.name_span,
-                    inst + ": ranks disagree on the scratch buffer count (" + describe(fl, ref_rank) + ": " +
-                        std::to_string(ref->scratch) + ", " + describe(fl, x) + ": " + std::to_string(me.scratch) +
-                        "); it must not depend on the rank");
-        return InstStatus::error;
-      }
-      const size_t n = std::min(me.sites.size(), ref->sites.size());
-      size_t i = 0;
-      while (i < n && me.sites[i] == ref->sites[i]) ++i;
-      if (i < n || me.sites.size() != ref->sites.size()) {
-        const Stmt* a = i < ref->sites.size() ? ref->sites[i] : nullptr;
-        const Stmt* b = i < me.sites.size() ? me.sites[i] : nullptr;
-        Diagnostic& d = diags.error(b ? b->span : (a ? a->span : decl.name_span),
-                                    inst + ": ranks disagree on the round structure at round " + std::to_string(i) + " (" +
-                                        describe(fl, x) + (b ? " opens it here" : " has no such round") +
-                                        "); conditions and bounds of round loops must not depend on the rank");
-        if (a) add_note(d, a->span, "the first active rank, " + describe(fl, ref_rank) + ", opens it here");
-        return InstStatus::error;
-      }
-      // Checked after the round structure: ranks that agree on their rounds have one
-      // segment size per round each, so the two lists have the same length.
-      if (me.segments != ref->segments) {
-        size_t k = 0;
-        while (me.segments[k] == ref->segments[k]) ++k;
-        const Expr* seg = rp.segment.get();
-        diags.error(seg ? seg->span : decl.name_span,
-                    inst + ": ranks disagree on the segment size in round " + std::to_string(k) + " (" + describe(fl, ref_rank) +
-                        ": " + std::to_string(ref->segments[k]) + " bytes, " + describe(fl, x) + ": " +
-                        std::to_string(me.segments[k]) + "); the segment size must not depend on the rank");
-        return InstStatus::error;
-      }
+      if (!agree(cur, x, diags)) return InstStatus::error;
       if (arenas && !arenas->append(x, cur.rec)) return too_many();
       if (x != first_rank) {  // compared: keep its rounds only
         if (!arenas) recorded[size_t(x)] = std::move(cur.rec);

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <atomic>
 #include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <functional>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
@@ -16,7 +21,33 @@ static_assert(sizeof(Op) == 24, "an op is 24 bytes");
 
 namespace {
 
-/// The interned origins: entry 0 is the empty origin; a deque keeps addresses stable.
+/// Append-only storage whose elements never move and whose reads take no lock: a fixed
+/// directory of kDir chunks of 2^kShift elements each. push_back() is called under the
+/// owner's lock; an index it returned may then be read from any thread that obtained it
+/// (under that lock, or after joining the thread that did): instantiation runs on several
+/// threads for large instances (instantiate.h, set_instantiation_threads()).
+template <class T, unsigned kShift, size_t kDir>
+class StableArena {
+ public:
+  static constexpr size_t kChunk = size_t(1) << kShift;
+  size_t size() const { return n_.load(std::memory_order_acquire); }
+  const T& operator[](size_t i) const { return dir_[i >> kShift][i & (kChunk - 1)]; }
+  /// Appends v (the caller holds the owner's lock); returns its index.
+  size_t push_back(T v) {
+    const size_t i = n_.load(std::memory_order_relaxed);
+    BINE_ASSERT((i >> kShift) < kDir, "more than " + std::to_string(kDir * kChunk) + " interned entries");
+    if ((i & (kChunk - 1)) == 0) dir_[i >> kShift] = std::make_unique<T[]>(kChunk);
+    dir_[i >> kShift][i & (kChunk - 1)] = std::move(v);
+    n_.store(i + 1, std::memory_order_release);
+    return i;
+  }
+
+ private:
+  std::array<std::unique_ptr<T[]>, kDir> dir_;
+  std::atomic<size_t> n_{0};
+};
+
+/// The interned origins: entry 0 is the empty origin. Interning locks; reading does not.
 struct OriginTable {
   /// Every field of both spans (a freed SourceFile's address may come back for another
   /// text, so line and column are part of the key) and the derivation.
@@ -32,9 +63,13 @@ struct OriginTable {
       return h;
     }
   };
-  std::deque<Origin> origins{Origin{}};
+  std::mutex mu;
+  StableArena<Origin, 10, (size_t(1) << 14)> origins;  ///< up to 2^24 distinct origins
   std::unordered_map<Key, uint32_t, Hash> index;
-  OriginTable() { index.emplace(key(Origin{}), 0); }
+  OriginTable() {
+    origins.push_back(Origin{});
+    index.emplace(key(Origin{}), 0);
+  }
   static Key key(const Origin& o) {
     auto half = [](const Span& sp, std::array<uint64_t, 6>& v, size_t at) {
       v[at] = uint64_t(uintptr_t(sp.file));
@@ -57,6 +92,7 @@ OriginTable& origin_table() {
 
 OriginRef::OriginRef(const Origin& o) {
   OriginTable& t = origin_table();
+  std::lock_guard<std::mutex> lock(t.mu);
   auto [it, fresh] = t.index.try_emplace(OriginTable::key(o), uint32_t(t.origins.size()));
   if (fresh) t.origins.push_back(o);
   id_ = it->second;
@@ -66,13 +102,15 @@ const Origin& OriginRef::get() const { return origin_table().origins[id_]; }
 
 namespace {
 
-/// The interned block sets: entry 0 is the empty set; a deque keeps addresses stable; an
-/// open-addressing index by content (ids, linear probing, load at most 1/2).
+/// The interned block sets: entry 0 is the empty set; an open-addressing index by content
+/// (ids, linear probing, load at most 1/2). Interning locks, except when the set is the one
+/// this thread interned last (ops of a rank often repeat it); reading does not.
 struct BlockSetTable {
-  std::deque<BlockSet> sets{BlockSet()};
+  std::mutex mu;
+  StableArena<BlockSet, 14, (size_t(1) << 18)> sets;  ///< ids are 32-bit
   std::vector<uint32_t> index;  ///< ids; kFree marks a free slot
-  uint32_t last = 0;            ///< the set interned last (ops of a rank often repeat it)
   static constexpr uint32_t kFree = ~uint32_t(0);
+  BlockSetTable() { sets.push_back(BlockSet()); }
   static uint64_t hash(const BlockSet& b) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ b.ranges().size();
     for (const auto& [lo, hi] : b.ranges()) {
@@ -92,15 +130,16 @@ struct BlockSetTable {
     index[i] = id;
   }
   uint32_t intern(const BlockSet& b) {
+    thread_local uint32_t last = 0;  ///< the set this thread interned last (an id it may read)
     if (sets[last] == b) return last;
+    std::lock_guard<std::mutex> lock(mu);
     if (2 * (sets.size() + 1) > index.size()) grow();
     const uint64_t h = hash(b);
     size_t i = size_t(h) & (index.size() - 1);
     for (; index[i] != kFree; i = (i + 1) & (index.size() - 1))
       if (sets[index[i]] == b) return last = index[i];
     BINE_ASSERT(sets.size() < kFree, "more than 2^32 - 1 distinct block sets");
-    const uint32_t id = uint32_t(sets.size());
-    sets.push_back(b);
+    const uint32_t id = uint32_t(sets.push_back(b));
     index[i] = id;
     return last = id;
   }
@@ -112,6 +151,30 @@ BlockSetTable& block_set_table() {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<int> g_threads{0};  ///< 0: not set (the machine's hardware threads, at most 8)
+/// 0: not set (BINE_PARALLEL_MIN_P from the environment, else 4096; tests lower it to run
+/// small instances on several threads).
+std::atomic<int64_t> g_parallel_min_p{0};
+}  // namespace
+
+void set_instance_threads(int threads, int64_t min_p) {
+  g_threads.store(std::max(1, threads));
+  if (min_p > 0) g_parallel_min_p.store(std::max<int64_t>(2, min_p));
+}
+int instance_threads() {
+  if (const int t = g_threads.load(std::memory_order_relaxed)) return t;
+  return int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
+}
+int64_t instance_parallel_min_p() {
+  if (const int64_t m = g_parallel_min_p.load(std::memory_order_relaxed)) return m;
+  int64_t m = 4096;
+  if (const char* e = std::getenv("BINE_PARALLEL_MIN_P"); e && *e) m = std::max<int64_t>(2, std::atoll(e));
+  int64_t unset = 0;
+  g_parallel_min_p.compare_exchange_strong(unset, m);
+  return g_parallel_min_p.load();
+}
 
 BlockSetRef::BlockSetRef(const BlockSet& b) : id_(b.empty() ? 0 : block_set_table().intern(b)) {}
 

@@ -23,7 +23,7 @@ struct Origin {
 /// An op's Origin, interned: 4 bytes in the op instead of 80 (a schedule has millions of
 /// ops and a few dozen distinct origins, one per statement and derivation). Interned
 /// origins live in one process-wide table that only grows (by the distinct origins of the
-/// programs instantiated; not thread-safe, like instantiation itself); an interned
+/// programs instantiated; interning locks, reading does not); an interned
 /// Origin's address never changes.
 class OriginRef {
  public:
@@ -85,8 +85,10 @@ class Boxed {
 /// instance at p = 2^20 has tens of millions of ops, and the sets they name recur: the
 /// whole vector, a butterfly's windows). Equal sets have equal refs, so comparing two refs
 /// compares ids. Interned sets live in one process-wide table that only grows (by the
-/// distinct sets of the instances built; `interned_block_sets()` counts them; not
-/// thread-safe, like instantiation itself); an interned set's address never changes.
+/// distinct sets of the instances built; `interned_block_sets()` counts them; interning
+/// takes a lock unless the set is the one the thread interned last, reading takes none:
+/// large instances are instantiated on several threads); an interned set's address never
+/// changes.
 /// Interning is explicit (a BlockSet does not silently become a ref); reading converts.
 class BlockSetRef {
  public:
@@ -225,6 +227,25 @@ struct RoundStore {
     if (x + 1 == size_t(p)) at[t * size_t(p + 1) + x + 1] = here(t);
     return true;
   }
+  /// Moves `part` in as ranks first .. first + part.p - 1 (filled by place() as ranks
+  /// 0 .. part.p - 1 of its own, the same rounds), after every rank placed so far: its
+  /// chunks follow this store's in each round and its starts shift by their count. Parts
+  /// are absorbed in rank order; the last one ends at rank p - 1. False when a round would
+  /// need more than kMaxChunks - 1 chunks (about 2^31 ops).
+  bool absorb(RoundStore&& part, size_t first) {
+    if (part.rounds() != rounds() || first + size_t(part.p) > size_t(p)) return false;
+    for (size_t t = 0; t < rounds(); ++t) {
+      std::vector<std::vector<Op>>& chunks = ops[t];
+      const size_t shift = chunks.size();
+      if (shift + part.ops[t].size() > kMaxChunks - 1) return false;
+      for (std::vector<Op>& c : part.ops[t]) chunks.push_back(std::move(c));
+      const uint32_t* from = part.at.data() + t * size_t(part.p + 1);
+      uint32_t* to = at.data() + t * size_t(p + 1) + first;
+      for (size_t i = 0; i <= size_t(part.p); ++i) to[i] = from[i] + uint32_t(shift << kIndexBits);
+    }
+    part = RoundStore{};
+    return true;
+  }
 
  private:
   /// The position after round t's last op: in the last chunk, or the start of the next one
@@ -323,6 +344,20 @@ struct Schedule {
   bool one_port = false;
   std::vector<std::pair<int64_t, int64_t>> links;
 };
+
+/// Threads that build and check one instance of at least `min_p` ranks: instantiation runs
+/// contiguous rank ranges side by side (each into its own part of the round store, merged
+/// in rank order; not under a two-one fold, whose helper ranks run last), and the
+/// verifier runs its structural checks (peers, matching, message sizes, races) beside the
+/// data flow. Results, diagnostics and their order are those of one thread: a failure is
+/// reported as one thread finds it first (the lowest failing rank; the structure before
+/// the data flow). Defaults: the machine's hardware threads, at most 8, and min_p = 4096
+/// (below it a thread costs more than it saves; the environment variable
+/// BINE_PARALLEL_MIN_P sets another, for tests); 1 is one thread. `bine-cc check
+/// --threads N`. Not thread-safe against instances being built at the time of the call.
+void set_instance_threads(int threads, int64_t min_p = 0);  ///< min_p 0: unchanged
+int instance_threads();
+int64_t instance_parallel_min_p();
 
 inline const Origin& origin_of(const Op& op) {
   return std::visit([](const auto& o) -> const Origin& { return o.origin.get(); }, op);

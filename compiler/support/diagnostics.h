@@ -47,6 +47,11 @@ class DiagnosticSink {
   size_t error_count() const { return errors_; }
   const std::vector<Diagnostic>& all() const { return diags_; }
   void clear() { diags_.clear(); errors_ = 0; }
+  /// Appends `other`'s diagnostics after this sink's, in their order.
+  void append(const DiagnosticSink& other) {
+    diags_.insert(diags_.end(), other.diags_.begin(), other.diags_.end());
+    errors_ += other.errors_;
+  }
 
  private:
   std::vector<Diagnostic> diags_;

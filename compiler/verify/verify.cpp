@@ -1,17 +1,29 @@
 #include "verify.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
+#include <thread>
 
 namespace bine {
 namespace {
 
 constexpr int32_t kNone = -1;
 
-/// A contribution term: a leaf (rank's original block) or op(left, right). Hash-consed, so
-/// equal bracketings have equal ids.
+/// A contribution term: a leaf (rank's original block) or op(left, right). Leaves are
+/// interned (one id per rank and block); a reduction is created once per pair of operand
+/// ids where both reductions of a pair follow each other on the left operand (the two
+/// ranks of a butterfly exchange): equal ids are equal bracketings, equal bracketings may
+/// have different ids (Verifier::same_tree()).
 struct Term {
   int32_t left = kNone, right = kNone;
+  /// The last two reductions with this term as their left operand: right operand and
+  /// result (kNone: none). A memo in place of a table of every pair: the partner's
+  /// identical reduction finds it in the operand it reads anyway, where a probe into a
+  /// table of millions of pairs misses the cache. Two: in a Bine butterfly the two ranks
+  /// that share a term pair with different partners, so a term is an operand of two
+  /// different reductions per round, each computed twice.
+  int32_t memo_right[2] = {kNone, kNone}, memo[2] = {kNone, kNone};
   int32_t block = 0;      ///< block index of all leaves, or -2 when mixed
   int32_t lo = 0, hi = 0; ///< min / max leaf rank
   int32_t count = 1;      ///< number of leaves (each rank at most once: RankSets::unite)
@@ -23,38 +35,47 @@ struct Term {
 
 /// Open-addressing hash map from a 64-bit key (never ~0) to an int32 value: linear
 /// probing, power-of-two capacity, load at most 3/4. The verifier's hot lookups (term
-/// hash-consing, memoized unions) without a heap node per entry. A key and its value share
-/// one 12-byte slot: a probe is one cache miss, not one per array.
+/// hash-consing, memoized unions) without a heap node per entry. A key, its value and the
+/// generation that wrote it share one 16-byte slot: a probe is one cache miss, not one per
+/// array; a slot of an older generation is free, so clear() is O(1) and keeps the capacity.
 class FlatMap {
  public:
   /// Whether key k is present; its value in *v if so.
   bool find(uint64_t k, int32_t* v) const {
     if (slots_.empty()) return false;
     for (size_t i = slot(k);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].gen != gen_) return false;
       if (slots_[i].key == k) {
         *v = slots_[i].val;
         return true;
       }
-      if (slots_[i].key == kEmpty) return false;
     }
   }
   /// Inserts k -> v (k must be absent).
   void insert(uint64_t k, int32_t v) {
     if (4 * (n_ + 1) > 3 * slots_.size()) grow();
     size_t i = slot(k);
-    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
-    slots_[i].key = k;
-    slots_[i].val = v;
+    while (slots_[i].gen == gen_) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = Slot{k, v, gen_};
     ++n_;
+  }
+  /// Removes every entry, keeping the capacity.
+  void clear() {
+    if (n_ == 0) return;
+    n_ = 0;
+    if (++gen_ == 0) {  // wrapped: no slot may look current
+      std::fill(slots_.begin(), slots_.end(), Slot{});
+      gen_ = 1;
+    }
   }
 
  private:
-  static constexpr uint64_t kEmpty = ~uint64_t(0);
-  struct __attribute__((packed)) Slot {
-    uint64_t key = kEmpty;
+  struct Slot {
+    uint64_t key = 0;
     int32_t val = 0;
+    uint32_t gen = 0;  ///< current when equal to the map's gen_
   };
-  static_assert(sizeof(Slot) == 12);
+  static_assert(sizeof(Slot) == 16);
   size_t slot(uint64_t k) const {
     k ^= k >> 33;
     k *= 0xFF51AFD7ED558CCDull;
@@ -63,13 +84,16 @@ class FlatMap {
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
+    const uint32_t old_gen = gen_;
     slots_.assign(std::max<size_t>(16, 2 * old.size()), Slot{});
+    gen_ = 1;
     n_ = 0;
     for (const Slot& e : old)
-      if (e.key != kEmpty) insert(e.key, e.val);
+      if (e.gen == old_gen) insert(e.key, e.val);
   }
   std::vector<Slot> slots_;
   size_t n_ = 0;
+  uint32_t gen_ = 1;
 };
 
 /// Exact sets of ranks, interned: a set is a canonical list of disjoint, sorted,
@@ -221,7 +245,7 @@ class ChunkedVector {
  public:
   size_t size() const { return n_; }
   void push_back(const T& v) {
-    if ((n_ & kMask) == 0) chunks_.emplace_back();
+    if ((n_ & kMask) == 0) chunks_.emplace_back().reserve(kMask + 1);  // no copy as a chunk fills
     chunks_.back().push_back(v);
     ++n_;
   }
@@ -246,24 +270,85 @@ class Verifier {
     (void)o;
   }
 
+  /// The checks in their order on one thread: the structure, then the data flow and
+  /// the postcondition, then the counts of messages and blocks.
   VerifyResult run() {
     VerifyResult res;
-    if (!check_peers() || !check_topology() || !check_matching() || !check_races()) {
+    if (!structure()) {
       res.counterexample = cex_;
       return res;
     }
+    if (flow(res) == Flow::stopped) return res;
+    stats(res);
+    return res;
+  }
+  /// The same result and diagnostics as run(), with the structural checks on a second
+  /// thread beside the data flow (set_instance_threads()). The data flow then runs on a
+  /// structure not yet proved, as a speculation that stops without a diagnostic where that
+  /// structure breaks what it relies on (an unmatched receive, a message larger than its
+  /// send); each side reports into a sink of its own, and the structure's failure, when
+  /// there is one, is the one reported (run() finds it first). A speculation that stopped
+  /// on a structure proved sound would be a verifier bug; the instance is then checked
+  /// again on one thread rather than trusted.
+  VerifyResult run_side_by_side() {
+    DiagnosticSink structure_diags, flow_diags;
+    Verifier st(s_, structure_diags, VerifyOptions{});
+    Verifier fl(s_, flow_diags, VerifyOptions{});
+    fl.speculative_ = true;
+    bool structure_ok = false;
+    VerifyResult counts, res;
+    std::exception_ptr failure;
+    Flow outcome;
+    {
+      std::thread side([&] {
+        try {
+          structure_ok = st.structure();
+          if (structure_ok) st.stats(counts);
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      });
+      struct Join {  // also when the data flow throws
+        std::thread& t;
+        ~Join() { t.join(); }
+      } join{side};
+      outcome = fl.flow(res);
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (!structure_ok) {
+      diags_.append(structure_diags);
+      VerifyResult r;
+      r.counterexample = st.cex_;
+      return r;
+    }
+    if (fl.speculation_failed_) return run();
+    diags_.append(flow_diags);
+    if (outcome == Flow::stopped) return res;
+    res.keeps_blocks = res.keeps_blocks && counts.keeps_blocks;
+    res.messages = counts.messages;
+    res.blocks_moved = counts.blocks_moved;
+    return res;
+  }
+
+ private:
+  enum class Flow { stopped, done };
+  /// Peers, the topology, matching and message sizes, races (the first failure reported).
+  bool structure() { return check_peers() && check_topology() && check_matching() && check_races(); }
+  /// The data flow round after round and the postcondition: res.ok and the properties; a
+  /// failure's counterexample. Stopped: a round failed (no postcondition, no counts).
+  Flow flow(VerifyResult& res) {
     if (s_.collective == Collective::barrier && s_.p > kMaxBarrierP) {
       record(diags_.error(s_.decl_span, inst() + "barrier proofs are limited to p <= " + std::to_string(kMaxBarrierP) +
                                             " (p^2 bits of who-has-heard-from-whom)"),
              K::other, -1, -1, -1);
       res.counterexample = cex_;
-      return res;
+      return Flow::stopped;
     }
     init_state();
     for (int64_t t = 0; t < s_.num_rounds; ++t) {
       if (!step(t)) {
         res.counterexample = cex_;
-        return res;
+        return Flow::stopped;
       }
       if (s_.collective == Collective::barrier) step_heard(t);
     }
@@ -271,6 +356,11 @@ class Verifier {
     res.keeps_blocks = keeps_blocks_;
     res.direct = s_.collective == Collective::alltoall && direct_;
     if (!res.ok) res.counterexample = cex_;
+    return Flow::done;
+  }
+  /// Messages and blocks moved; keeps_blocks false when a rank copies, reduces or permutes
+  /// blocks locally.
+  void stats(VerifyResult& res) const {
     any_op_round([&](int64_t, int64_t, const Round& rd) {
       for (const Op& op : rd) {
         if (std::holds_alternative<LocalOp>(op) || std::holds_alternative<PermuteOp>(op)) res.keeps_blocks = false;
@@ -281,10 +371,8 @@ class Verifier {
       }
       return false;
     });
-    return res;
   }
 
- private:
   std::string inst() const {
     return "p=" + std::to_string(s_.p) + (collective_is_rooted(s_.collective) ? " root=" + std::to_string(s_.root) : "") + ": ";
   }
@@ -406,7 +494,9 @@ class Verifier {
   /// of x to y for y's k-th receive from x (match_round's rule), found by scanning both
   /// ranks' round when they are short (the butterflies and trees: one to four ops), so the
   /// data-flow pass does not match every round a second time; else from the matching.
-  const Op& sender_of(int64_t y, int64_t t, size_t j) const {
+  /// Null when there is none (only a speculative data flow, run_side_by_side(), asks
+  /// before the matching is proved complete).
+  const Op* sender_of(int64_t y, int64_t t, size_t j) const {
     const Round mine = s_.ranks[size_t(y)][size_t(t)];
     const int64_t x = peer_of(mine[j]);
     const Round theirs = s_.ranks[size_t(x)][size_t(t)];
@@ -415,9 +505,10 @@ class Verifier {
       for (size_t i = 0; i < j; ++i)
         if (const auto* r = std::get_if<RecvOp>(&mine[i]); r && r->peer == x) ++k;
       for (const Op& op : theirs)
-        if (const auto* snd = std::get_if<SendOp>(&op); snd && snd->peer == y && k-- == 0) return op;
+        if (const auto* snd = std::get_if<SendOp>(&op); snd && snd->peer == y && k-- == 0) return &op;
     }
-    return mate(y, t, j);
+    if (matching(t).mate_of(y, j) < 0) return nullptr;
+    return &mate(y, t, j);
   }
   /// Round t's matching. When every round pairs up only one round's is kept (the passes
   /// go in round order; at p = 2^20 all rounds' would take 250 MB), recomputed when
@@ -730,10 +821,10 @@ class Verifier {
     }
     return sets_.unite(set_id(a), set_id(b));
   }
-  static uint64_t cons_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+  /// op(a, b) with leaf set `leaves`: the term a's memo holds when b was a's last right
+  /// operand, else a new one.
   int32_t combine(int32_t a, int32_t b, int32_t leaves) {
-    const uint64_t key = cons_key(a, b);
-    if (int32_t hit; consed_.find(key, &hit)) return hit;
+    if (const Term& x = terms_[size_t(a)]; x.memo_right[0] == b || x.memo_right[1] == b) return x.memo[x.memo_right[0] == b ? 0 : 1];
     const Term& x = terms_[size_t(a)];
     const Term& y = terms_[size_t(b)];
     Term t;
@@ -747,8 +838,36 @@ class Verifier {
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
     const int32_t id = int32_t(terms_.size());
     terms_.push_back(t);
-    consed_.insert(key, id);
+    Term& l = terms_[size_t(a)];  // the newest pair second, the oldest forgotten
+    l.memo_right[0] = l.memo_right[1];
+    l.memo[0] = l.memo[1];
+    l.memo_right[1] = b;
+    l.memo[1] = id;
     return id;
+  }
+  /// Whether terms a and b are the same bracketing of the same leaves (equal ids are; a
+  /// reduction built twice from the same operands may have two ids). Compared top down,
+  /// pair after pair of subterms, without recursion (a ring's terms are chains p deep),
+  /// stopping at the first difference; the pairs found equal are remembered (same_), so
+  /// the ranks' terms compared with the first rank's cost the pairs they add, not their
+  /// trees' sizes each. Leaves are interned: a leaf equals only itself.
+  bool same_tree(int32_t a, int32_t b) {
+    std::vector<std::pair<int32_t, int32_t>>& stack = same_stack_;
+    stack.assign(1, {a, b});
+    while (!stack.empty()) {
+      const auto [x, y] = stack.back();
+      stack.pop_back();
+      if (x == y) continue;
+      const uint64_t key = (uint64_t(uint32_t(x)) << 32) | uint32_t(y);
+      if (int32_t seen; same_.find(key, &seen)) continue;
+      const Term& u = terms_[size_t(x)];
+      const Term& v = terms_[size_t(y)];
+      if (u.left == kNone || v.left == kNone || u.count != v.count || u.lo != v.lo || u.hi != v.hi) return false;
+      same_.insert(key, 1);  // a difference below ends every comparison (same_bracketing is false)
+      stack.push_back({u.left, v.left});
+      stack.push_back({u.right, v.right});
+    }
+    return true;
   }
   void init_state() {
     leaves_.assign(size_t(s_.p * s_.blocks), kNone);
@@ -834,7 +953,9 @@ class Verifier {
         const auto* rv = std::get_if<RecvOp>(&mine[j]);
         if (!rv) continue;
         const int64_t x = rv->peer;
-        const Op& snd = sender_of(y, t, j);
+        const Op* sndp = sender_of(y, t, j);
+        if (!sndp) return speculation_failed();
+        const Op& snd = *sndp;
         if (keeps_blocks_ && block_ref_of(snd) != rv->blocks) keeps_blocks_ = false;
         if (direct_ && rv->blocks.size() != 1) direct_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
@@ -846,6 +967,7 @@ class Verifier {
         size_t next = 0;
         for (const auto& [lo, hi] : rv->blocks.ranges())
           for (int64_t b = lo; b < hi; ++b) {
+            if (next == from.size()) return speculation_failed();
             const int64_t sb = from[next++];
             const int32_t v = state_[size_t(x)][size_t(sb)];
             if (v == kNone) {
@@ -1044,7 +1166,7 @@ class Verifier {
     if (!t.ordered) res.order_preserving = false;
     if (n != s_.p) return true;  // a prefix: each rank's is its own
     auto [it, fresh] = final_term_.emplace(b, id);
-    if (!fresh && it->second != id) res.same_bracketing = false;
+    if (!fresh && res.same_bracketing && !same_tree(it->second, id)) res.same_bracketing = false;
     return true;
   }
   bool expect_leaf(int64_t x, int64_t b, int64_t owner) {
@@ -1164,10 +1286,21 @@ class Verifier {
 
   const Schedule& s_;
   DiagnosticSink& diags_;
+  /// run_side_by_side()'s data flow: the structure is not proved yet.
+  bool speculative_ = false;
+  bool speculation_failed_ = false;  ///< the speculation stopped (no diagnostic)
+  /// Stops a speculative data flow where the structure breaks its assumptions; on a
+  /// proved structure this cannot happen (check_matching(), check_sizes()).
+  bool speculation_failed() {
+    BINE_ASSERT(speculative_, "the data flow met an unmatched receive or a short message after the structure was proved");
+    speculation_failed_ = true;
+    return false;
+  }
   RankSets sets_;
   ChunkedVector<Term> terms_;
   std::vector<int32_t> leaves_;
-  FlatMap consed_;
+  FlatMap same_;  ///< same_tree(): pairs of term ids found (or being found) equal
+  std::vector<std::pair<int32_t, int32_t>> same_stack_;
   std::vector<Update> ups_;        ///< step(): the round's updates (reused)
   std::vector<RoundMatching> match_;  ///< [round] every round's matching, after a failure (all_rounds_)
   bool all_rounds_ = false;
@@ -1208,7 +1341,8 @@ const char* counterexample_kind_name(Counterexample::Kind k) {
 }
 
 VerifyResult verify(const Schedule& s, DiagnosticSink& diags, const VerifyOptions& opt) {
-  return Verifier(s, diags, opt).run();
+  Verifier v(s, diags, opt);
+  return s.p >= instance_parallel_min_p() && instance_threads() > 1 ? v.run_side_by_side() : v.run();
 }
 
 }  // namespace bine

@@ -208,6 +208,69 @@ TEST_CASE("RankRounds views of a RoundStore read each rank's rounds; add() copie
     if (x != 2) same(views[size_t(x)], given[size_t(x)]);
 }
 
+TEST_CASE("RoundStore::absorb: rank ranges filled apart and merged read as one store filled rank after rank") {
+  // Instantiation on several threads (set_instance_threads()) fills contiguous rank
+  // ranges into stores of their own and absorbs them in rank order. Oracle: the ops given
+  // per rank. Op counts cross chunk boundaries (ranks without ops at a range's start and
+  // end, chunks of their own, ranges with no op in a round), for every split of the ranks
+  // into one to four ranges.
+  std::mt19937 rng(11);
+  const int64_t p = 9;
+  const size_t T = 5;
+  const size_t C = RoundStore::kMaxChunk;
+  const std::vector<std::vector<size_t>> counts = {
+      {0, 0, 0, 0, 0, 0, 0, 0, 0},
+      {1, 0, 2, 0, 0, 3, 0, 1, 0},
+      {C / 2, C / 2, 0, 1, C - 1, 0, 1, 0, 5},
+      {0, C + 3, 0, 0, C + 1, 2, 0, 2 * C, 0},
+      {2, 0, 0, 0, 0, 0, 0, 0, C + 7},
+  };
+  std::vector<std::vector<RoundOps>> given(static_cast<size_t>(p), std::vector<RoundOps>(T));
+  for (size_t t = 0; t < T; ++t)
+    for (int64_t x = 0; x < p; ++x)
+      for (size_t k = counts[t][size_t(x)]; k > 0; --k)
+        given[size_t(x)][t].push_back(SendOp{int64_t(rng() % uint64_t(p)), BlockSet::block(int64_t(rng() % 8), 8)});
+  int64_t splits = 0;
+  // Cut points: a bit mask over the p - 1 places between ranks, at most three cuts.
+  for (uint32_t mask = 0; mask < (1u << (p - 1)); ++mask) {
+    if (__builtin_popcount(mask) > 3) continue;
+    std::vector<int64_t> bounds{0};
+    for (int64_t c = 1; c < p; ++c)
+      if (mask >> (c - 1) & 1) bounds.push_back(c);
+    bounds.push_back(p);
+    auto store = std::make_shared<RoundStore>();
+    store->start(p, T);
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+      RoundStore part;
+      part.start(bounds[k + 1] - bounds[k], T);
+      for (size_t t = 0; t < T; ++t)
+        for (int64_t x = bounds[k]; x < bounds[k + 1]; ++x) {
+          std::vector<Op> mine = given[size_t(x)][t];
+          REQUIRE(part.place(t, size_t(x - bounds[k]), mine.data(), mine.data() + mine.size()));
+        }
+      REQUIRE(store->absorb(std::move(part), size_t(bounds[k])));
+    }
+    size_t bad = 0;
+    for (int64_t x = 0; x < p; ++x) {
+      const RankRounds view(store, x);
+      REQUIRE(view.size() == T);
+      for (size_t t = 0; t < T; ++t) {
+        const Round got = view[t];
+        const RoundOps& want = given[size_t(x)][t];
+        if (got.size() != want.size()) {
+          ++bad;
+          continue;
+        }
+        for (size_t i = 0; i < want.size(); ++i)
+          bad += peer_of(got[i]) != peer_of(want[i]) || blocks_of(got[i]) != blocks_of(want[i]);
+      }
+    }
+    CHECK_MESSAGE(bad == 0, "cuts " << mask);
+    ++splits;
+  }
+  CHECK(splits == 93);  // 1 + 8 + 28 + 56 ways to cut 9 ranks into 1..4 ranges
+}
+
 TEST_CASE("message_sizes_agree: equal sets for vector blocks, equal counts for rank-indexed blocks") {
   Schedule s;
   s.blocks = 4;
