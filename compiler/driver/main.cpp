@@ -825,7 +825,7 @@ int main(int argc, char** argv) {
   bool check_smt = false;
   int check_threads = 0;
   check->add_option("--threads", check_threads,
-                    "threads that build and check one instance of p >= 4096 ranks (default: the machine's, at most 8; 1: "
+                    "threads that build and check one instance of p >= 256 ranks (default: the machine's, at most 8; 1: "
                     "one thread); the results and diagnostics do not depend on it (docs/verifier.md, \"Scale\")")
       ->check(CLI::Range(1, 64));
   check->add_flag("--smt", check_smt,

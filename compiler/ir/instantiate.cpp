@@ -28,7 +28,6 @@ namespace {
 std::atomic<int> g_batch_filters{-1};
 }  // namespace
 void set_batch_filters(bool on) { g_batch_filters.store(on ? 1 : 0); }
-
 bool batch_filters_enabled() {
   int v = g_batch_filters.load(std::memory_order_relaxed);
   if (v < 0) {
@@ -1463,10 +1462,8 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
     for (std::thread& th : pool) th.join();
     for (Part& part : parts) {
       if (part.exc) std::rethrow_exception(part.exc);
-      if (part.failed) {
-        diags.append(part.diags);
-        return part.too_many ? too_many() : InstStatus::error;
-      }
+      diags.append(part.diags);  // in rank order, as one thread reports them
+      if (part.failed) return part.too_many ? too_many() : InstStatus::error;
       if (!arenas->absorb(*part.arenas)) return too_many();
     }
     return InstStatus::ok;

@@ -154,7 +154,7 @@ BlockSetTable& block_set_table() {
 
 namespace {
 std::atomic<int> g_threads{0};  ///< 0: not set (the machine's hardware threads, at most 8)
-/// 0: not set (BINE_PARALLEL_MIN_P from the environment, else 4096; tests lower it to run
+/// 0: not set (BINE_PARALLEL_MIN_P from the environment, else 256; tests lower it to run
 /// small instances on several threads).
 std::atomic<int64_t> g_parallel_min_p{0};
 }  // namespace
@@ -169,7 +169,7 @@ int instance_threads() {
 }
 int64_t instance_parallel_min_p() {
   if (const int64_t m = g_parallel_min_p.load(std::memory_order_relaxed)) return m;
-  int64_t m = 4096;
+  int64_t m = 256;
   if (const char* e = std::getenv("BINE_PARALLEL_MIN_P"); e && *e) m = std::max<int64_t>(2, std::atoll(e));
   int64_t unset = 0;
   g_parallel_min_p.compare_exchange_strong(unset, m);

@@ -351,7 +351,7 @@ struct Schedule {
 /// verifier runs its structural checks (peers, matching, message sizes, races) beside the
 /// data flow. Results, diagnostics and their order are those of one thread: a failure is
 /// reported as one thread finds it first (the lowest failing rank; the structure before
-/// the data flow). Defaults: the machine's hardware threads, at most 8, and min_p = 4096
+/// the data flow). Defaults: the machine's hardware threads, at most 8, and min_p = 256
 /// (below it a thread costs more than it saves; the environment variable
 /// BINE_PARALLEL_MIN_P sets another, for tests); 1 is one thread. `bine-cc check
 /// --threads N`. Not thread-safe against instances being built at the time of the call.

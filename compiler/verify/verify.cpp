@@ -35,47 +35,38 @@ struct Term {
 
 /// Open-addressing hash map from a 64-bit key (never ~0) to an int32 value: linear
 /// probing, power-of-two capacity, load at most 3/4. The verifier's hot lookups (term
-/// hash-consing, memoized unions) without a heap node per entry. A key, its value and the
-/// generation that wrote it share one 16-byte slot: a probe is one cache miss, not one per
-/// array; a slot of an older generation is free, so clear() is O(1) and keeps the capacity.
+/// hash-consing, memoized unions) without a heap node per entry. A key and its value share
+/// one 12-byte slot: a probe is one cache miss, not one per array.
 class FlatMap {
  public:
   /// Whether key k is present; its value in *v if so.
   bool find(uint64_t k, int32_t* v) const {
     if (slots_.empty()) return false;
     for (size_t i = slot(k);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].gen != gen_) return false;
       if (slots_[i].key == k) {
         *v = slots_[i].val;
         return true;
       }
+      if (slots_[i].key == kEmpty) return false;
     }
   }
   /// Inserts k -> v (k must be absent).
   void insert(uint64_t k, int32_t v) {
     if (4 * (n_ + 1) > 3 * slots_.size()) grow();
     size_t i = slot(k);
-    while (slots_[i].gen == gen_) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = Slot{k, v, gen_};
+    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
+    slots_[i].key = k;
+    slots_[i].val = v;
     ++n_;
-  }
-  /// Removes every entry, keeping the capacity.
-  void clear() {
-    if (n_ == 0) return;
-    n_ = 0;
-    if (++gen_ == 0) {  // wrapped: no slot may look current
-      std::fill(slots_.begin(), slots_.end(), Slot{});
-      gen_ = 1;
-    }
   }
 
  private:
-  struct Slot {
-    uint64_t key = 0;
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  struct __attribute__((packed)) Slot {
+    uint64_t key = kEmpty;
     int32_t val = 0;
-    uint32_t gen = 0;  ///< current when equal to the map's gen_
   };
-  static_assert(sizeof(Slot) == 16);
+  static_assert(sizeof(Slot) == 12);
   size_t slot(uint64_t k) const {
     k ^= k >> 33;
     k *= 0xFF51AFD7ED558CCDull;
@@ -84,16 +75,13 @@ class FlatMap {
   }
   void grow() {
     std::vector<Slot> old = std::move(slots_);
-    const uint32_t old_gen = gen_;
     slots_.assign(std::max<size_t>(16, 2 * old.size()), Slot{});
-    gen_ = 1;
     n_ = 0;
     for (const Slot& e : old)
-      if (e.gen == old_gen) insert(e.key, e.val);
+      if (e.key != kEmpty) insert(e.key, e.val);
   }
   std::vector<Slot> slots_;
   size_t n_ = 0;
-  uint32_t gen_ = 1;
 };
 
 /// Exact sets of ranks, interned: a set is a canonical list of disjoint, sorted,
@@ -298,7 +286,7 @@ class Verifier {
     bool structure_ok = false;
     VerifyResult counts, res;
     std::exception_ptr failure;
-    Flow outcome;
+    Flow outcome = Flow::stopped;
     {
       std::thread side([&] {
         try {
@@ -315,13 +303,17 @@ class Verifier {
       outcome = fl.flow(res);
     }
     if (failure) std::rethrow_exception(failure);
+    diags_.append(structure_diags);  // what one thread reports first
     if (!structure_ok) {
-      diags_.append(structure_diags);
       VerifyResult r;
       r.counterexample = st.cex_;
       return r;
     }
-    if (fl.speculation_failed_) return run();
+    if (fl.speculation_failed_) {  // on the proved structure, as run() goes on after it
+      VerifyResult again;
+      if (flow(again) == Flow::done) stats(again);
+      return again;
+    }
     diags_.append(flow_diags);
     if (outcome == Flow::stopped) return res;
     res.keeps_blocks = res.keeps_blocks && counts.keeps_blocks;
@@ -821,10 +813,11 @@ class Verifier {
     }
     return sets_.unite(set_id(a), set_id(b));
   }
-  /// op(a, b) with leaf set `leaves`: the term a's memo holds when b was a's last right
-  /// operand, else a new one.
+  /// op(a, b) with leaf set `leaves`: the one in a's memo when b is one of a's last two
+  /// right operands, else a new term.
   int32_t combine(int32_t a, int32_t b, int32_t leaves) {
-    if (const Term& x = terms_[size_t(a)]; x.memo_right[0] == b || x.memo_right[1] == b) return x.memo[x.memo_right[0] == b ? 0 : 1];
+    if (const Term& x = terms_[size_t(a)]; x.memo_right[0] == b || x.memo_right[1] == b)
+      return x.memo[x.memo_right[0] == b ? 0 : 1];
     const Term& x = terms_[size_t(a)];
     const Term& y = terms_[size_t(b)];
     Term t;
