@@ -8,8 +8,11 @@
 # and MEM_KB of memory (ulimit -v); later p of a schedule are skipped once one fails.
 # Wall time is printed with CPU time (user + system): on a loaded machine wall time
 # overstates the cost; the exponent uses CPU time.
+# From p = 256 on an instance is built and checked on the machine's hardware threads (at
+# most 8; docs/verifier.md, "Two threads per instance"); THREADS=N runs it on N (THREADS=1:
+# one thread), so both can be printed side by side.
 # Needs GNU time (Debian package `time`).
-# usage: bench/instance_scaling.sh [BINE_CC] [LO] [HI] [LIMIT] [MEM_KB]
+# usage: [THREADS=N] bench/instance_scaling.sh [BINE_CC] [LO] [HI] [LIMIT] [MEM_KB]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bine_cc=${1:-build/bine-cc}
@@ -22,7 +25,7 @@ for s in bine_allreduce_lat bine_bcast_lat; do
   for ((k = lo; k <= hi; k += 2)); do
     p=$((1 << k))
     out=$( { ulimit -v "$mem_kb"; timeout "$limit" /usr/bin/time -f "TIME %e %U %S %M" "$bine_cc" check dsl/lib/*.bine \
-             --schedule "$s" --ranks "$p" --all-roots-up-to 0 --quiet; } 2>&1 )
+             --schedule "$s" --ranks "$p" --all-roots-up-to 0 --quiet ${THREADS:+--threads "$THREADS"}; } 2>&1 )
     rc=$?
     line=$(echo "$out" | grep '^TIME' | tail -1)
     if [ $rc != 0 ] || [ -z "$line" ]; then
