@@ -165,7 +165,8 @@ void set_instance_threads(int threads, int64_t min_p) {
 }
 int instance_threads() {
   if (const int t = g_threads.load(std::memory_order_relaxed)) return t;
-  return int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
+  static const int machine = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));  // reads /sys once
+  return machine;
 }
 int64_t instance_parallel_min_p() {
   if (const int64_t m = g_parallel_min_p.load(std::memory_order_relaxed)) return m;
