@@ -25,6 +25,7 @@ struct SelectionRule {
   int64_t p_min = 1, p_max = INT64_MAX;
   uint64_t bytes_min = 0, bytes_max = UINT64_MAX;
   std::string schedule;
+  bool any_bracketing = false;  ///< "any_bracketing": serves operators that need the same bracketing anyway
 };
 
 /// A selection table as `bine-cc compile --dispatch FILE` reads it: per collective key (the

@@ -63,9 +63,10 @@ const char* const kCollEnv[kNumColl] = {"BINE_PMPI_ALLREDUCE", "BINE_PMPI_BCAST"
                                         "BINE_PMPI_REDUCE_SCATTER_BLOCK", "BINE_PMPI_ALLTOALL",
                                         "BINE_PMPI_SCAN",      "BINE_PMPI_EXSCAN",  "BINE_PMPI_BARRIER"};
 
-/// One generated schedule: its C name, applicability test and whether the verifier proved it
-/// order-preserving (needed for a non-commutative operator). The table walk is the one the
-/// generated dispatchers use (bine/dispatch.hpp).
+/// One generated schedule: its C name, applicability test and what the verifier proved of it:
+/// order-preserving (needed for a non-commutative operator) and the same bracketing on all
+/// ranks (needed for an operator whose bits depend on it: floating point, user operators).
+/// The table walk is the one the generated dispatchers use (bine/dispatch.hpp).
 using Info = bine::mpi::ScheduleInfo;
 
 using bine::mpi::BarrierFn;
@@ -75,19 +76,19 @@ using bine::mpi::ReduceAllFn;
 using bine::mpi::ReduceFn;
 using bine::mpi::RootedBlocksFn;
 
-#define BINE_PMPI_INFO(f, op, sb) {#f, f##_applicable, (op) != 0},
+#define BINE_PMPI_INFO(f, op, sb) {#f, f##_applicable, (op) != 0, (sb) != 0},
 #define BINE_PMPI_FN(f, op, sb) f,
-const Info kInfoAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
-const Info kInfoBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false}};
+const Info kInfoAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoAllgather[] = {BCC_ALLGATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoGather[] = {BCC_GATHER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoScatter[] = {BCC_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoReduceScatter[] = {BCC_REDUCE_SCATTER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoAlltoall[] = {BCC_ALLTOALL_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoScan[] = {BCC_SCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoExscan[] = {BCC_EXSCAN_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
+const Info kInfoBarrier[] = {BCC_BARRIER_SCHEDULES(BINE_PMPI_INFO){nullptr, nullptr, false, false}};
 const ReduceAllFn kFnAllreduce[] = {BCC_ALLREDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
 const BcastFn kFnBcast[] = {BCC_BCAST_SCHEDULES(BINE_PMPI_FN) nullptr};
 const ReduceFn kFnReduce[] = {BCC_REDUCE_SCHEDULES(BINE_PMPI_FN) nullptr};
@@ -195,7 +196,9 @@ int find_schedule(Coll c, const std::string& name) {
 // Configuration: selection table, forced schedules, report switch.
 
 /// The selection table compiled in (docs/pmpi.md): latency-optimal Bine schedules for small
-/// messages and bandwidth-optimal ones for large, each followed by a schedule for any p.
+/// messages and bandwidth-optimal ones for large, each followed by a schedule for any p, and
+/// every reducing collective ends with a schedule proved order-preserving and same-bracketing
+/// for every p (the walk reaches it for non-commutative and floating-point calls).
 const char* const kDefaultTable = R"JSON({
   "allreduce": [
     {"bytes_max": 4096, "schedule": "bine_allreduce_lat"},
@@ -213,7 +216,8 @@ const char* const kDefaultTable = R"JSON({
     {"bytes_max": 16384, "schedule": "bine_reduce_lat"},
     {"bytes_max": 16384, "schedule": "binomial_reduce"},
     {"schedule": "bine_reduce_bdw"},
-    {"schedule": "rabenseifner_reduce"}
+    {"schedule": "rabenseifner_reduce"},
+    {"schedule": "binomial_reduce_ordered"}
   ],
   "allgather": [
     {"schedule": "bine_allgather"},
@@ -230,7 +234,8 @@ const char* const kDefaultTable = R"JSON({
   ],
   "reduce_scatter_block": [
     {"schedule": "bine_reduce_scatter"},
-    {"schedule": "pairwise_reduce_scatter"}
+    {"schedule": "pairwise_reduce_scatter"},
+    {"schedule": "recursive_doubling_reduce_scatter"}
   ],
   "alltoall": [
     {"schedule": "bine_alltoall"},
@@ -255,18 +260,28 @@ using Rule = bine::mpi::DispatchRule;
 enum Reason {
   kInvalidArgs,     // MPI reports the error (null communicator, bad root, count < 0, ...)
   kIntercomm,       // intercommunicator
-  kNoncontig,       // datatype not contiguous
   kEmpty,           // zero bytes
-  kForcedNotApplicable,  // forced schedule does not apply at this p or to this operator
-  kNoRule,          // no table rule whose schedule applies
+  kForcedNotApplicable,  // forced schedule does not apply at this p
+  kForcedNotOrdered,     // forced schedule not order-preserving, operator not commutative
+  kForcedNotBracketed,   // forced schedule not same-bracketing, operator needs it
+  kNoRule,          // no table rule matches with a schedule that applies at p
+  kNotOrdered,      // matching rules' schedules not order-preserving, operator not commutative
+  kNotBracketed,    // matching rules' schedules not same-bracketing, operator needs it
   kRuleMpi,         // the matching rule names "mpi"
   kDupFailed,       // the private communicator could not be created
+  kNotIrregular,    // the v call's decision would need the bytes, which only the root knows
   kNumReasons
 };
 const char* const kReasonText[kNumReasons] = {
-    "invalid arguments (left to MPI)", "intercommunicator", "datatype not contiguous", "zero bytes",
-    "forced schedule not applicable (p or operator)", "no table rule applies", "table rule says mpi",
-    "communicator dup failed"};
+    "invalid arguments (left to MPI)", "intercommunicator", "zero bytes",
+    "forced schedule does not apply at this p",
+    "forced schedule not proved order-preserving, operator not commutative",
+    "forced schedule not proved same-bracketing, operator needs it",
+    "no table rule applies",
+    "operator not commutative: no matching schedule proved order-preserving",
+    "floating-point or user operator: no matching schedule proved same-bracketing on all ranks",
+    "table rule says mpi", "communicator dup failed",
+    "size-dependent rules, and the bytes are known to the root only or differ per rank (v form)"};
 
 /// A report counter: incremented by concurrent calls from several threads, so atomic;
 /// relaxed, as only the totals matter (read by MPI_Finalize after the threads are done).
@@ -290,6 +305,11 @@ struct Config {
   std::string table_source = "default (compiled in)";
   std::vector<Rule> rules[kNumColl];
   int forced[kNumColl];
+  /// A forced schedule's first refusal was reported (stderr, once per collective).
+  std::atomic<bool> forced_warned[kNumColl] = {};
+  /// BINE_PMPI_SAME_BRACKETING (default 1): bracketing-sensitive operators only on schedules
+  /// proved same-bracketing; 0 lifts it (ranks may then end with other bits).
+  bool same_bracketing = true;
   Stats stats[kNumColl];
   std::once_flag keyval_once;
   int keyval = MPI_KEYVAL_INVALID;
@@ -346,9 +366,13 @@ void parse_table(const std::string& text, const std::string& source) {
       if (!r.is_object()) config_error(where + ": a rule must be an object");
       for (auto f = r.begin(); f != r.end(); ++f)
         if (f.key() != "p_min" && f.key() != "p_max" && f.key() != "bytes_min" && f.key() != "bytes_max" &&
-            f.key() != "schedule")
+            f.key() != "schedule" && f.key() != "any_bracketing")
           config_error(where + ": unknown field \"" + f.key() + "\"");
       Rule rule;
+      if (r.contains("any_bracketing")) {
+        if (!r.at("any_bracketing").is_boolean()) config_error(where + ": \"any_bracketing\" must be true or false");
+        rule.any_bracketing = r.at("any_bracketing").get<bool>();
+      }
       rule.p_min = int64_t(json_uint(r, "p_min", 1, where));
       rule.p_max = int64_t(json_uint(r, "p_max", uint64_t(std::numeric_limits<int64_t>::max()), where));
       rule.bytes_min = json_uint(r, "bytes_min", 0, where);
@@ -376,6 +400,12 @@ void read_config() {
   }
   const char* rep = std::getenv("BINE_PMPI_REPORT");
   g.report = rep && *rep && std::strcmp(rep, "0") != 0;
+  const char* sb = std::getenv("BINE_PMPI_SAME_BRACKETING");
+  if (sb && *sb) {
+    if (std::strcmp(sb, "0") != 0 && std::strcmp(sb, "1") != 0)
+      config_error(std::string("BINE_PMPI_SAME_BRACKETING=") + sb + ": must be 0 or 1");
+    g.same_bracketing = std::strcmp(sb, "1") == 0;
+  }
   const char* path = std::getenv("BINE_PMPI_TABLE");
   if (path && *path) {
     std::ifstream in(path);
@@ -410,30 +440,50 @@ void load_config() { std::call_once(g.once, read_config); }
 // ---------------------------------------------------------------------------------------
 // Decision.
 
-/// A contiguous datatype with a positive size, as the runtime requires (bine::mpi::Context::begin).
-bool contiguous(MPI_Datatype t, int* size) {
-  MPI_Aint lb, extent, tlb, textent;
-  if (PMPI_Type_size(t, size) != MPI_SUCCESS) return false;
-  if (PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS) return false;
-  if (PMPI_Type_get_true_extent(t, &tlb, &textent) != MPI_SUCCESS) return false;
-  return lb == 0 && tlb == 0 && extent == *size && textent == *size && *size > 0;
+/// The size of a datatype's signature in bytes (MPI_Type_size), the only property of a type
+/// the decision reads: ranks may pass different type maps of one signature (a strided type
+/// at the root, a contiguous one elsewhere), and the generated code packs a non-contiguous
+/// one itself (bine/mpi_runtime.hpp, "Datatypes"), so every rank decides alike. False for an
+/// invalid handle or a size MPI cannot express (left to MPI, which reports it).
+bool type_bytes(MPI_Datatype t, int* size) {
+  if (t == MPI_DATATYPE_NULL) return false;
+  return PMPI_Type_size(t, size) == MPI_SUCCESS && *size >= 0;
+}
+
+/// Says once per collective and process, on stderr from rank 0 of the call's communicator,
+/// that the forced schedule does not serve a call and why (the report counts every one).
+void warn_forced(Coll c, MPI_Comm comm, int p, Reason why) {
+  if (g.forced_warned[c].exchange(true)) return;
+  int rank = 0;
+  if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != 0) return;
+  std::fprintf(stderr, "bine_pmpi: %s=%s does not serve an MPI %s call at p = %d (%s): MPI's own collective runs it (reported once)\n",
+               kCollEnv[c], kInfo[c][g.forced[c]].name, kCollName[c], p, kReasonText[why]);
+  std::fflush(stderr);
 }
 
 /// The schedule for one call, or -1 with the reason in *why. `p` ranks, `bytes` the
-/// message size (docs/pmpi.md), `commutative` the operator's (true without an operator).
-/// `usable` (parallel to kInfo[c]; null: all) restricts the choice, as
-/// bine::mpi::dispatch_choose() does.
-int choose(Coll c, int p, uint64_t bytes, bool commutative, Reason* why, const bool* usable) {
+/// message size (docs/pmpi.md), `needs` what the operator asks of the proofs (nothing
+/// without an operator). `usable` (parallel to kInfo[c]; null: all) restricts the choice,
+/// as bine::mpi::dispatch_choose() does.
+int choose(Coll c, MPI_Comm comm, int p, uint64_t bytes, bine::mpi::CallNeeds needs, Reason* why, const bool* usable) {
+  if (!g.same_bracketing) needs.same_bracketing = false;
   if (g.forced[c] >= 0) {
-    if ((!usable || usable[g.forced[c]]) && bine::mpi::schedule_fits(kInfo[c], g.forced[c], p, commutative))
-      return g.forced[c];
-    *why = kForcedNotApplicable;
+    const unsigned m = usable && !usable[g.forced[c]] ? bine::mpi::kPassedNotApplicable
+                                                      : bine::mpi::schedule_misfit(kInfo[c], g.forced[c], p, needs);
+    if (m == 0) return g.forced[c];
+    *why = m == bine::mpi::kPassedOrder ? kForcedNotOrdered
+           : m == bine::mpi::kPassedBracketing ? kForcedNotBracketed : kForcedNotApplicable;
+    warn_forced(c, comm, p, *why);
     return -1;
   }
-  const int i =
-      bine::mpi::dispatch_choose(g.rules[c].data(), g.rules[c].size(), kInfo[c], p, bytes, commutative, usable);
+  unsigned passed = 0;
+  const int i = bine::mpi::dispatch_choose(g.rules[c].data(), g.rules[c].size(), kInfo[c], p, bytes, needs, usable,
+                                           &passed);
   if (i >= 0) return i;
-  *why = i == bine::mpi::kChooseRuleMpi ? kRuleMpi : kNoRule;
+  // The most telling reason: a proof that a matching rule lacked, else no schedule applied.
+  *why = i == bine::mpi::kChooseRuleMpi ? kRuleMpi
+         : passed & bine::mpi::kPassedOrder ? kNotOrdered
+         : passed & bine::mpi::kPassedBracketing ? kNotBracketed : kNoRule;
   return -1;
 }
 
@@ -485,7 +535,7 @@ MPI_Comm private_comm(MPI_Comm comm) {
 }
 
 /// Decides one call. Returns the schedule index and sets *pcomm, or -1 (fallback, counted).
-int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reason why, MPI_Comm* pcomm,
+int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bine::mpi::CallNeeds needs, Reason why, MPI_Comm* pcomm,
            const bool* usable = nullptr) {
   load_config();
   Stats& s = g.stats[c];
@@ -493,7 +543,7 @@ int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bool commutative, Reaso
   bump(s.bytes, bytes);
   int i = -1;
   // A barrier moves no bytes; every other collective with zero bytes is left to MPI.
-  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, p, bytes, commutative, &why, usable);
+  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, comm, p, bytes, needs, &why, usable);
   if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
   if (i < 0) {
     bump(s.reasons[why]);
@@ -512,35 +562,38 @@ int finish(MPI_Comm comm, int rc) {
   return rc;
 }
 
-/// Operator checks: commutativity into *commutative; false when MPI should report the error.
-bool op_ok(MPI_Op op, bool* commutative) {
+/// Operator checks: what `op` on `type` needs of a schedule's proofs into *needs (not
+/// commutative: order-preserving; bracketing_sensitive(): same-bracketing); false when MPI
+/// should report the error.
+bool op_ok(MPI_Op op, MPI_Datatype type, bine::mpi::CallNeeds* needs) {
   if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP) return false;
   int cm = 1;
   if (PMPI_Op_commutative(op, &cm) != MPI_SUCCESS) return false;
-  *commutative = cm != 0;
+  needs->order_preserving = cm == 0;
+  needs->same_bracketing = g.same_bracketing && bine::mpi::bracketing_sensitive(type, op);
   return true;
 }
 
 /// Common checks of the reductions (allreduce, reduce, reduce_scatter_block): p, or -1.
-int reduction_checks(MPI_Comm comm, int count, MPI_Datatype type, MPI_Op op, uint64_t* bytes, bool* commutative,
-                     Reason* why) {
+int reduction_checks(MPI_Comm comm, int count, MPI_Datatype type, MPI_Op op, uint64_t* bytes,
+                     bine::mpi::CallNeeds* needs, Reason* why) {
   const int p = comm_size(comm, why);
   if (p < 0) return -1;
   int size = 0;
-  if (count < 0 || !op_ok(op, commutative)) return *why = kInvalidArgs, -1;
-  if (!contiguous(type, &size)) return *why = kNoncontig, -1;
+  if (count < 0 || !type_bytes(type, &size) || !op_ok(op, type, needs)) return *why = kInvalidArgs, -1;
   *bytes = uint64_t(count) * uint64_t(size);
   return p;
 }
 
-/// Checks of the rank-indexed collectives: both types contiguous, counts non-negative.
+/// Checks of the rank-indexed collectives: both types valid, counts non-negative, equal
+/// block bytes (the signatures' sizes; the type maps may differ).
 int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_Datatype rtype, uint64_t* bytes,
                  Reason* why, bool send_side) {
   const int p = comm_size(comm, why);
   if (p < 0) return -1;
   if (scount < 0 || rcount < 0) return *why = kInvalidArgs, -1;
   int ss = 0, rs = 0;
-  if (!contiguous(stype, &ss) || !contiguous(rtype, &rs)) return *why = kNoncontig, -1;
+  if (!type_bytes(stype, &ss) || !type_bytes(rtype, &rs)) return *why = kInvalidArgs, -1;
   *bytes = send_side ? uint64_t(scount) * uint64_t(ss) : uint64_t(rcount) * uint64_t(rs);
   if (uint64_t(scount) * uint64_t(ss) != uint64_t(rcount) * uint64_t(rs)) return *why = kInvalidArgs, -1;
   return p;
@@ -555,13 +608,101 @@ int block_checks(MPI_Comm comm, int scount, MPI_Datatype stype, int rcount, MPI_
 // PMPI_Test* calls on the application's requests. A wait on any request, ours or not,
 // therefore advances ours, as MPI's own progress engine would.
 
-/// One nonblocking call of ours: the generated request, its result, and the size_t copies
-/// of the count and displacement arrays that must live until it completes.
+// Handles of calls in flight. MPI says that an operation in flight completes normally after
+// MPI_Op_free / MPI_Type_free of its arguments (MPI 4.0 Sec. 6.9.5 and 5.1.9: "marks ... for
+// deallocation"; pending operations that use it complete normally). The generated code uses
+// the operator (MPI_Reduce_local) and the datatypes (MPI_Pack / MPI_Unpack) until the call
+// completes, so a nonblocking call of ours holds its user-defined operator and derived
+// datatypes, and this library's MPI_Op_free / MPI_Type_free of a held handle only marks it:
+// the user's handle becomes MPI_OP_NULL / MPI_DATATYPE_NULL at once, as MPI says, and the
+// PMPI_ free runs when the last call holding it completes. Predefined handles cannot be
+// freed and are never held.
+
+/// The held handles: references per handle, and the frees deferred until they drop to 0.
+struct HeldHandles {
+  std::mutex lock;
+  std::map<MPI_Op, std::pair<int, int>> ops;          // refs, frees deferred
+  std::map<MPI_Datatype, std::pair<int, int>> types;  // refs, frees deferred
+  std::atomic<size_t> count{0};                       // entries of both maps
+};
+HeldHandles& held() {
+  static HeldHandles h;
+  return h;
+}
+/// True for a derived (freeable) datatype.
+bool derived_type(MPI_Datatype t) {
+  int ni = 0, na = 0, nt = 0, combiner = MPI_COMBINER_NAMED;
+  return t != MPI_DATATYPE_NULL && PMPI_Type_get_envelope(t, &ni, &na, &nt, &combiner) == MPI_SUCCESS &&
+         combiner != MPI_COMBINER_NAMED;
+}
+
+/// One nonblocking call of ours: the generated request, its result, the size_t copies of
+/// the count and displacement arrays that must live until it completes, and the handles it
+/// holds (hold_handles()).
 struct NbState {
   bcc_request rq = nullptr;
   int rc = MPI_SUCCESS;
   std::vector<size_t> counts, displs;
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Datatype types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
 };
+
+/// Holds `op` (when user-defined) and `t0`, `t1` (when derived) for the call `st` until
+/// release_handles(st). Returns st.
+NbState* hold_handles(NbState* st, MPI_Op op, MPI_Datatype t0 = MPI_DATATYPE_NULL, MPI_Datatype t1 = MPI_DATATYPE_NULL) {
+  const bool hold_op = op != MPI_OP_NULL && !bine::mpi::builtin_op(op);
+  const bool h0 = derived_type(t0), h1 = t1 != t0 && derived_type(t1);
+  if (!hold_op && !h0 && !h1) return st;
+  HeldHandles& h = held();
+  std::lock_guard<std::mutex> hold(h.lock);
+  if (hold_op) ++h.ops[st->op = op].first;
+  if (h0) ++h.types[st->types[0] = t0].first;
+  if (h1) ++h.types[st->types[1] = t1].first;
+  h.count.store(h.ops.size() + h.types.size(), std::memory_order_relaxed);
+  return st;
+}
+/// Drops the call's holds; runs the frees deferred on handles no call holds any more.
+void release_handles(NbState* st) {
+  if (st->op == MPI_OP_NULL && st->types[0] == MPI_DATATYPE_NULL && st->types[1] == MPI_DATATYPE_NULL) return;
+  std::vector<MPI_Op> free_ops;
+  std::vector<MPI_Datatype> free_types;
+  {
+    HeldHandles& h = held();
+    std::lock_guard<std::mutex> hold(h.lock);
+    if (st->op != MPI_OP_NULL) {
+      auto it = h.ops.find(st->op);
+      if (it != h.ops.end() && --it->second.first == 0) {
+        free_ops.insert(free_ops.end(), size_t(it->second.second), it->first);
+        h.ops.erase(it);
+      }
+    }
+    for (MPI_Datatype t : st->types) {
+      if (t == MPI_DATATYPE_NULL) continue;
+      auto it = h.types.find(t);
+      if (it != h.types.end() && --it->second.first == 0) {
+        free_types.insert(free_types.end(), size_t(it->second.second), it->first);
+        h.types.erase(it);
+      }
+    }
+    h.count.store(h.ops.size() + h.types.size(), std::memory_order_relaxed);
+  }
+  st->op = MPI_OP_NULL;
+  st->types[0] = st->types[1] = MPI_DATATYPE_NULL;
+  for (MPI_Op o : free_ops) PMPI_Op_free(&o);
+  for (MPI_Datatype t : free_types) PMPI_Type_free(&t);
+}
+/// MPI_Op_free / MPI_Type_free of a handle: deferred (1) when a call of ours holds it, else
+/// 0 and the caller frees it now.
+template <class Handle>
+bool defer_free(std::map<Handle, std::pair<int, int>> HeldHandles::*map, Handle handle) {
+  HeldHandles& h = held();
+  if (h.count.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<std::mutex> hold(h.lock);
+  auto it = (h.*map).find(handle);
+  if (it == (h.*map).end()) return false;
+  ++it->second.second;
+  return true;
+}
 
 /// The generalized requests of ours not yet completed, by handle.
 struct NbTable {
@@ -603,6 +744,7 @@ void nb_drive() {
       continue;
     }
     it->second->rc = rc;
+    release_handles(it->second);
     PMPI_Grequest_complete(it->first);
     it = t.live.erase(it);
   }
@@ -615,18 +757,21 @@ bool nb_polling() { return nb_table().count.load(std::memory_order_relaxed) > 0 
 /// Starts a nonblocking call of ours: `start(&state->rq)` runs the generated `_i` form;
 /// on success *request becomes a generalized request that completes with the call. An
 /// error of the start goes to the communicator's error handler; *request is then
-/// MPI_REQUEST_NULL and `st` freed.
+/// MPI_REQUEST_NULL and `st` freed. The handles `st` holds are released when the call
+/// completes (nb_drive()) or fails to start.
 template <class Start>
 int nb_launch(MPI_Comm comm, MPI_Request* request, NbState* st, Start&& start) {
   *request = MPI_REQUEST_NULL;
   int rc = start(&st->rq);
   if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(nb_query, nb_free, nb_cancel, st, request);
   else {
+    release_handles(st);
     delete st;
     return finish(comm, rc);
   }
   if (rc != MPI_SUCCESS) {
     bcc_wait(&st->rq);
+    release_handles(st);
     delete st;
     return finish(comm, rc);
   }
@@ -690,14 +835,14 @@ int vector_reduction(Coll c, const ReduceAllFn* fns, int (*fallback)(const void*
                      MPI_Request* request = nullptr) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
-  bool cm = true;
+  bine::mpi::CallNeeds needs;
   MPI_Comm pc = MPI_COMM_NULL;
-  int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
   if (nb_fallback && !request) p = -1, why = kInvalidArgs;
-  const int i = decide(c, comm, p, bytes, cm, why, &pc);
+  const int i = decide(c, comm, p, bytes, needs, why, &pc);
   if (nb_fallback) {
     if (i < 0) return nb_fallback(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+    return nb_launch(comm, request, hold_handles(new NbState, op, datatype), [&](bcc_request* q) {
       return nbs[i](sendbuf, recvbuf, size_t(count), datatype, op, pc, q);
     });
   }
@@ -729,7 +874,7 @@ int decide_rooted_v(Coll c, MPI_Comm comm, int p, int root, bool nonblocking, Re
   uint64_t bytes = 1;
   if (p > 0 && depends_on_bytes(c)) {
     if (nonblocking) {
-      p = -1, why = kNoRule;
+      p = -1, why = kNotIrregular;
     } else {
       int rank = -1;
       uint64_t v[2] = {root_why == kNumReasons ? 0 : uint64_t(root_why) + 1, root_bytes};
@@ -741,7 +886,7 @@ int decide_rooted_v(Coll c, MPI_Comm comm, int p, int root, bool nonblocking, Re
         bytes = std::max<uint64_t>(1, v[1] / uint64_t(p));
     }
   }
-  return decide(c, comm, p, bytes, true, why, pc, usable);
+  return decide(c, comm, p, bytes, {}, why, pc, usable);
 }
 
 /// The root's side of a rooted irregular call for decide_rooted_v(): kNumReasons when it
@@ -749,7 +894,7 @@ int decide_rooted_v(Coll c, MPI_Comm comm, int p, int root, bool nonblocking, Re
 Reason rooted_v_root(const int* counts, const int* displs, MPI_Datatype type, int p, uint64_t* bytes) {
   if (!counts || !displs) return kInvalidArgs;
   int size = 0;
-  if (!contiguous(type, &size)) return kNoncontig;
+  if (!type_bytes(type, &size)) return kInvalidArgs;
   uint64_t total = 0;
   for (int i = 0; i < p; ++i) {
     if (counts[i] < 0 || displs[i] < 0) return kInvalidArgs;
@@ -856,7 +1001,7 @@ int MPI_Barrier(MPI_Comm comm) {
   Reason why = kInvalidArgs;
   MPI_Comm pc = MPI_COMM_NULL;
   const int p = comm_size(comm, &why);
-  const int i = decide(kBarrier, comm, p, 0, true, why, &pc);
+  const int i = decide(kBarrier, comm, p, 0, {}, why, &pc);
   if (i < 0) return PMPI_Barrier(comm);
   return finish(comm, kFnBarrier[i](pc));
 }
@@ -866,7 +1011,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
   MPI_Comm pc = MPI_COMM_NULL;
   int p = comm_size(comm, &why);
   if (!request) p = -1, why = kInvalidArgs;
-  const int i = decide(kBarrier, comm, p, 0, true, why, &pc);
+  const int i = decide(kBarrier, comm, p, 0, {}, why, &pc);
   if (i < 0) return PMPI_Ibarrier(comm, request);
   return nb_launch(comm, request, new NbState, [&](bcc_request* q) { return kNbBarrier[i](pc, q); });
 }
@@ -879,12 +1024,12 @@ int bcast_impl(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
   MPI_Comm pc = MPI_COMM_NULL;
   int p = comm_size(comm, &why), size = 0;
   if (p > 0 && (count < 0 || root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
-  if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
+  if (p > 0 && !type_bytes(datatype, &size)) p = -1, why = kInvalidArgs;
   if (p > 0) bytes = uint64_t(count) * uint64_t(size);
-  const int i = decide(kBcast, comm, p, bytes, true, why, &pc);
+  const int i = decide(kBcast, comm, p, bytes, {}, why, &pc);
   if (nonblocking) {
     if (i < 0) return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    return nb_launch(comm, request, new NbState,
+    return nb_launch(comm, request, hold_handles(new NbState, MPI_OP_NULL, datatype),
                      [&](bcc_request* q) { return kNbBcast[i](buffer, size_t(count), datatype, root, pc, q); });
   }
   if (i < 0) return PMPI_Bcast(buffer, count, datatype, root, comm);
@@ -904,14 +1049,14 @@ int reduce_impl(const void* sendbuf, void* recvbuf, int count, MPI_Datatype data
                 MPI_Comm comm, MPI_Request* request, bool nonblocking) {
   Reason why = kInvalidArgs;
   uint64_t bytes = 0;
-  bool cm = true;
+  bine::mpi::CallNeeds needs;
   MPI_Comm pc = MPI_COMM_NULL;
-  int p = reduction_checks(comm, count, datatype, op, &bytes, &cm, &why);
+  int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
   if (p > 0 && (root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
-  const int i = decide(kReduce, comm, p, bytes, cm, why, &pc);
+  const int i = decide(kReduce, comm, p, bytes, needs, why, &pc);
   if (nonblocking) {
     if (i < 0) return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+    return nb_launch(comm, request, hold_handles(new NbState, op, datatype), [&](bcc_request* q) {
       return kNbReduce[i](sendbuf, recvbuf, size_t(count), datatype, op, root, pc, q);
     });
   }
@@ -970,20 +1115,19 @@ int reduce_scatter_impl(const void* sendbuf, void* recvbuf, const int recvcounts
                                           PMPI_Ireduce_scatter_block, request)
                        : vector_reduction(kReduceScatter, kFnReduceScatter, PMPI_Reduce_scatter_block, sendbuf, recvbuf,
                                           recvcounts[0], datatype, op, comm);
-  bool cm = true;
+  bine::mpi::CallNeeds needs;
   int size = 0;
-  if (p > 0 && !op_ok(op, &cm)) p = -1, why = kInvalidArgs;
-  if (p > 0 && !contiguous(datatype, &size)) p = -1, why = kNoncontig;
+  if (p > 0 && (!type_bytes(datatype, &size) || !op_ok(op, datatype, &needs))) p = -1, why = kInvalidArgs;
   const uint64_t bytes = p > 0 ? total * uint64_t(size) / uint64_t(p) : 0;
   MPI_Comm pc = MPI_COMM_NULL;
   const auto& v = reduce_scatter_v();
   // Zero bytes in all: MPI's (as the other collectives); a mean below one byte still runs.
   if (p > 0 && total == 0) p = -1, why = kEmpty;
-  const int i = decide(kReduceScatter, comm, p, bytes == 0 ? 1 : bytes, cm, why, &pc, v.usable.get());
+  const int i = decide(kReduceScatter, comm, p, bytes == 0 ? 1 : bytes, needs, why, &pc, v.usable.get());
   if (nonblocking) {
     if (i < 0) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     static const auto nbs = v_nb(kInfoReduceScatter, kNameReduceScatterV, kNbReduceScatterVList);
-    auto* st = new NbState;
+    auto* st = hold_handles(new NbState, op, datatype);
     return nb_launch(comm, request, st, [&](bcc_request* q) {
       return nbs[size_t(i)](sendbuf, recvbuf, keep_size_t(st->counts, recvcounts, p), datatype, op, pc, q);
     });
@@ -1021,18 +1165,18 @@ int allgatherv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
     total += uint64_t(recvcounts[i]);
   }
   if (p > 0 && sendbuf != MPI_IN_PLACE && sendcount < 0) p = -1, why = kInvalidArgs;
-  if (p > 0 && (!contiguous(recvtype, &rsize) || (sendbuf != MPI_IN_PLACE && !contiguous(sendtype, &ssize))))
-    p = -1, why = kNoncontig;
+  if (p > 0 && (!type_bytes(recvtype, &rsize) || (sendbuf != MPI_IN_PLACE && !type_bytes(sendtype, &ssize))))
+    p = -1, why = kInvalidArgs;
   if (p > 0 && total == 0) p = -1, why = kEmpty;
   const uint64_t bytes = p > 0 ? std::max<uint64_t>(1, total * uint64_t(rsize) / uint64_t(p)) : 0;
   MPI_Comm pc = MPI_COMM_NULL;
   const auto& v = allgather_v();
-  const int i = decide(kAllgather, comm, p, bytes, true, why, &pc, v.usable.get());
+  const int i = decide(kAllgather, comm, p, bytes, {}, why, &pc, v.usable.get());
   const size_t sc = size_t(sendbuf == MPI_IN_PLACE ? 0 : sendcount);
   if (nonblocking) {
     if (i < 0) return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     static const auto nbs = v_nb(kInfoAllgather, kNameAllgatherV, kNbAllgatherVList);
-    auto* st = new NbState;
+    auto* st = hold_handles(new NbState, MPI_OP_NULL, sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype, recvtype);
     return nb_launch(comm, request, st, [&](bcc_request* q) {
       return nbs[size_t(i)](sendbuf, sc, sendtype, recvbuf, keep_size_t(st->counts, recvcounts, p),
                             keep_size_t(st->displs, displs, p), recvtype, pc, q);
@@ -1065,13 +1209,13 @@ int blocks_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtyp
   MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
   int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
   if (p > 0 && nonblocking && !request) p = -1, why = kInvalidArgs;
-  const int i = decide(c, comm, p, bytes, true, why, &pc);
+  const int i = decide(c, comm, p, bytes, {}, why, &pc);
   const bool a2a = c == kAlltoall;
   if (nonblocking) {
     if (i < 0)
       return a2a ? PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
                  : PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+    return nb_launch(comm, request, hold_handles(new NbState, MPI_OP_NULL, st, recvtype), [&](bcc_request* q) {
       return (a2a ? kNbAlltoall : kNbAllgather)[i](sendbuf, size_t(sc), st, recvbuf, size_t(recvcount), recvtype, pc, q);
     });
   }
@@ -1127,12 +1271,12 @@ int rooted_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtyp
     if (p > 0 && rank != root) sc = recvcount, st = recvtype;
   }
   if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, gather);
-  const int i = decide(c, comm, p, bytes, true, why, &pc);
+  const int i = decide(c, comm, p, bytes, {}, why, &pc);
   if (nonblocking) {
     if (i < 0)
       return gather ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
                     : PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-    return nb_launch(comm, request, new NbState, [&](bcc_request* q) {
+    return nb_launch(comm, request, hold_handles(new NbState, MPI_OP_NULL, st, rt), [&](bcc_request* q) {
       return (gather ? kNbGather : kNbScatter)[i](sendbuf, size_t(sc), st, recvbuf, size_t(rc), rt, root, pc, q);
     });
   }
@@ -1184,7 +1328,8 @@ int gatherv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
     if (i < 0)
       return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     static const auto nbs = v_nb(kInfoGather, kNameGatherV, kNbGatherVList);
-    auto* st = new NbState;
+    auto* st = hold_handles(new NbState, MPI_OP_NULL, sendbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : sendtype,
+                            at_root ? recvtype : MPI_DATATYPE_NULL);
     return nb_launch(comm, request, st, [&](bcc_request* q) {
       return nbs[size_t(i)](sendbuf, sc, sendtype, recvbuf, at_root ? keep_size_t(st->counts, recvcounts, p) : nullptr,
                             at_root ? keep_size_t(st->displs, displs, p) : nullptr, recvtype, root, pc, q);
@@ -1226,7 +1371,8 @@ int scatterv_impl(const void* sendbuf, const int sendcounts[], const int displs[
     if (i < 0)
       return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     static const auto nbs = v_nb(kInfoScatter, kNameScatterV, kNbScatterVList);
-    auto* st = new NbState;
+    auto* st = hold_handles(new NbState, MPI_OP_NULL, at_root ? sendtype : MPI_DATATYPE_NULL,
+                            recvbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : recvtype);
     return nb_launch(comm, request, st, [&](bcc_request* q) {
       return nbs[size_t(i)](sendbuf, at_root ? keep_size_t(st->counts, sendcounts, p) : nullptr,
                             at_root ? keep_size_t(st->displs, displs, p) : nullptr, sendtype, recvbuf, rc, recvtype,
@@ -1264,17 +1410,17 @@ int alltoallv_impl(const void* sendbuf, const int sendcounts[], const int sdispl
                 (sendbuf != MPI_IN_PLACE && (!sendcounts || !sdispls))))
     p = -1, why = kInvalidArgs;
   load_config();
-  if (p > 0 && depends_on_bytes(kAlltoall)) p = -1, why = kNoRule;
+  if (p > 0 && depends_on_bytes(kAlltoall)) p = -1, why = kNotIrregular;
   MPI_Comm pc = MPI_COMM_NULL;
   const auto& v = alltoall_v();
-  const int i = decide(kAlltoall, comm, p, 1, true, why, &pc, v.usable.get());
+  const int i = decide(kAlltoall, comm, p, 1, {}, why, &pc, v.usable.get());
   const bool ip = sendbuf == MPI_IN_PLACE;
   if (nonblocking) {
     if (i < 0)
       return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
                              request);
     static const auto nbs = v_nb(kInfoAlltoall, kNameAlltoallV, kNbAlltoallVList);
-    auto* st = new NbState;
+    auto* st = hold_handles(new NbState, MPI_OP_NULL, ip ? MPI_DATATYPE_NULL : sendtype, recvtype);
     return nb_launch(comm, request, st, [&](bcc_request* q) {
       // counts / displs hold the send side then the receive side (2p entries each).
       st->counts.assign(size_t(2 * p), 0);
@@ -1306,6 +1452,25 @@ int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
                    MPI_Request* request) {
   return alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request,
                         true);
+}
+
+/// MPI_Op_free: a user operator that a nonblocking call of ours still uses is only marked
+/// (*op becomes MPI_OP_NULL; PMPI_Op_free runs when the call completes, see HeldHandles).
+int MPI_Op_free(MPI_Op* op) {
+  if (op && *op != MPI_OP_NULL && defer_free(&HeldHandles::ops, *op)) {
+    *op = MPI_OP_NULL;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Op_free(op);
+}
+/// MPI_Type_free: a derived datatype that a nonblocking call of ours still uses is only
+/// marked (*datatype becomes MPI_DATATYPE_NULL; PMPI_Type_free runs when the call completes).
+int MPI_Type_free(MPI_Datatype* datatype) {
+  if (datatype && *datatype != MPI_DATATYPE_NULL && defer_free(&HeldHandles::types, *datatype)) {
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Type_free(datatype);
 }
 
 // Completion: while calls of ours are in flight, every wait polls (nb_drive() between

@@ -176,6 +176,14 @@ bool parse_selection_table(const std::string& text, const std::string& source, S
           rule.schedule = f.value().get<std::string>();
           continue;
         }
+        if (k == "any_bracketing") {
+          if (!f.value().is_boolean()) {
+            *error = where + ": \"any_bracketing\" must be true or false";
+            return false;
+          }
+          rule.any_bracketing = f.value().get<bool>();
+          continue;
+        }
         if (k != "p_min" && k != "p_max" && k != "bytes_min" && k != "bytes_max") {
           *error = where + ": unknown field \"" + k + "\"";
           return false;
@@ -236,15 +244,18 @@ void emit_dispatch_prototypes(std::ostream& o, const SelectionTable& table, cons
     const std::string mpi = std::string(f.fallback).substr(0, std::string(f.fallback).find('('));
     o << "/// Dispatcher (selection table " << table.source << ", " << rules.size() << " rules; docs/pmpi.md):\n"
       << "/// runs the schedule that the first matching rule names for this call's p and message\n"
-      << "/// bytes (for a non-commutative operator: an order-preserving one), or " << mpi << "\n"
+      << "/// bytes (for a non-commutative operator: an order-preserving one; for an operator whose\n"
+      << "/// bits depend on the bracketing, such as floating-point sums and any user operator: one\n"
+      << "/// proved to bracket alike on all ranks, unless the rule says \"any_bracketing\"), or " << mpi << "\n"
       << "/// when that rule says \"mpi\" or no rule's schedule applies, or on an intercommunicator\n"
       << "/// or an argument MPI rejects" << (f.too_big[0] ? " (a count above INT_MAX there: MPI_ERR_COUNT)" : "")
       << ". Returns what the chosen function returns.\n";
     o << "int " << prefix << key << "(" << f.params << ");\n";
-    o << "/// The dispatcher's choice for p ranks, `bytes` message bytes (as the table counts them) and\n"
-      << "/// an operator of that commutativity (1 without one): the schedule's function name, or \"mpi\".\n"
-      << "/// Static storage; no MPI calls.\n";
-    o << "const char* " << prefix << key << "_choice(int p, size_t bytes, int commutative);\n";
+    o << "/// The dispatcher's choice for p ranks, `bytes` message bytes (as the table counts them), an\n"
+      << "/// operator of that commutativity (1 without one) and `same_bracketing` 1 when the operator\n"
+      << "/// needs the same bracketing on all ranks (bine::mpi::bracketing_sensitive(); 0 without one):\n"
+      << "/// the schedule's function name, or \"mpi\". Static storage; no MPI calls.\n";
+    o << "const char* " << prefix << key << "_choice(int p, size_t bytes, int commutative, int same_bracketing);\n";
   }
 }
 
@@ -262,9 +273,9 @@ void emit_dispatch_definitions(std::ostream& o, const SelectionTable& table,
     for (size_t i : used) {
       const std::string name = emitted_function_name(*programs[i]->decl, prefix);
       o << "\n    {\"" << name << "\", " << name << "_applicable, " << (proofs[i].order_preserving ? "true" : "false")
-        << "},";
+        << ", " << (proofs[i].same_bracketing ? "true" : "false") << "},";
     }
-    o << "\n    {nullptr, nullptr, false}};\n";
+    o << "\n    {nullptr, nullptr, false, false}};\n";
     o << "static const bine::mpi::DispatchRule " << tab << "_rules[] = {";
     for (const SelectionRule& r : rules) {
       int index = -1;  // DispatchRule::kRuleMpi
@@ -274,18 +285,19 @@ void emit_dispatch_definitions(std::ostream& o, const SelectionTable& table,
         index = int(std::find(used.begin(), used.end(), i) - used.begin());
       }
       o << "\n    {" << bound(r.p_min) << ", " << bound(r.p_max) << ", " << bound(r.bytes_min) << ", "
-        << bound(r.bytes_max) << ", " << index << "},  // " << r.schedule;
+        << bound(r.bytes_max) << ", " << index << ", " << (r.any_bracketing ? "true" : "false") << "},  // "
+        << r.schedule;
     }
-    o << "\n    {0, -1, 0, 0, -1}};  // never matches (keeps the array non-empty)\n";
-    o << "extern \"C\" const char* " << fn << "_choice(int p, size_t bytes, int commutative) {\n"
+    o << "\n    {0, -1, 0, 0, -1, false}};  // never matches (keeps the array non-empty)\n";
+    o << "extern \"C\" const char* " << fn << "_choice(int p, size_t bytes, int commutative, int same_bracketing) {\n"
       << "  const int i = bine::mpi::dispatch_choose(" << tab << "_rules, " << rules.size() << ", " << tab
-      << "_info, p, uint64_t(bytes), commutative != 0);\n"
+      << "_info, p, uint64_t(bytes), bine::mpi::CallNeeds{commutative == 0, same_bracketing != 0});\n"
       << "  return i >= 0 ? " << tab << "_info[i].name : \"mpi\";\n}\n";
     o << "extern \"C\" int " << fn << "(" << f.params << ") {\n"
       << "  bine::mpi::CallShape s;\n"
       << "  if (" << f.shape << ") {\n"
       << "    switch (bine::mpi::dispatch_choose(" << tab << "_rules, " << rules.size() << ", " << tab
-      << "_info, s.p, s.bytes, s.commutative)) {\n";
+      << "_info, s.p, s.bytes, s.needs())) {\n";
     for (size_t k = 0; k < used.size(); ++k)
       o << "      case " << k << ":\n        return " << emitted_function_name(*programs[used[k]]->decl, prefix) << "("
         << f.args << ");\n";

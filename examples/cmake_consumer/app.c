@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < N; ++i) bad |= rc != MPI_SUCCESS || got[i] != want[i];
   if (rank == 0)
     printf("consumer: dispatch at p = %d: allreduce 4 B -> %s, 52 B -> %s, 80 B -> %s; bcast -> %s\n", p,
-           my_allreduce_choice(p, 4, 1), my_allreduce_choice(p, 52, 1), my_allreduce_choice(p, 80, 1),
-           my_bcast_choice(p, N * sizeof(int), 1));
+           my_allreduce_choice(p, 4, 1, 0), my_allreduce_choice(p, 52, 1, 0), my_allreduce_choice(p, 80, 1, 0),
+           my_bcast_choice(p, N * sizeof(int), 1, 0));
   int any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   if (rank == 0) printf("consumer: p = %d, rd_allreduce and bine_bcast_lat vs MPI: %s\n", p, any ? "DIFFER" : "same");

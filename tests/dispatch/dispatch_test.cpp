@@ -1,7 +1,7 @@
 // The dispatchers of `bine-cc compile --dispatch tests/dispatch/table.json` (ctest `dispatch`,
 // tests/dispatch/run.py, docs/testing.md).
 //
-//   dispatch_test choices P_MAX   prints "<key> <p> <bytes> <commutative> <choice>" for p = 1..P_MAX
+//   dispatch_test choices P_MAX   prints "<key> <p> <bytes> <commutative> <same_bracketing> <choice>" for p = 1..P_MAX
 //                                 and a grid of sizes around the table's bounds; run.py compares
 //                                 them with its own reading of the table (no communication)
 //   dispatch_test run             under mpirun: every dispatcher against the MPI library's own
@@ -60,7 +60,7 @@ void print_choices(int p_max) {
   const uint64_t sizes[] = {0, 1, 16, 17, 32, 33, 40, 41, 64, 65, 100, 101, 4096, 4097, 1000000, 1000001};
   struct Key {
     const char* key;
-    const char* (*choice)(int, size_t, int);
+    const char* (*choice)(int, size_t, int, int);
   };
   const Key keys[] = {{"allreduce", bcc_allreduce_choice},
                       {"bcast", bcc_bcast_choice},
@@ -76,7 +76,9 @@ void print_choices(int p_max) {
   for (const Key& k : keys)
     for (int p = 1; p <= p_max; ++p)
       for (uint64_t b : sizes)
-        for (int c = 0; c <= 1; ++c) std::printf("%s %d %llu %d %s\n", k.key, p, (unsigned long long)b, c, k.choice(p, b, c));
+        for (int c = 0; c <= 1; ++c)
+          for (int sb = 0; sb <= 1; ++sb)
+            std::printf("%s %d %llu %d %d %s\n", k.key, p, (unsigned long long)b, c, sb, k.choice(p, b, c, sb));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -101,14 +103,15 @@ std::string at(const char* what, size_t count) { return std::string(what) + " co
 /// allreduce, reduce_scatter_block, scan, exscan: the dispatcher vs the chosen function (bits)
 /// and vs MPI's collective (values). `block` is the count per rank of reduce_scatter_block.
 void reducing(const char* key, int (*dispatcher)(const void*, void*, size_t, MPI_Datatype, MPI_Op, MPI_Comm),
-              const char* (*choice)(int, size_t, int), const std::map<std::string, ReduceAll>& registry,
+              const char* (*choice)(int, size_t, int, int), const std::map<std::string, ReduceAll>& registry,
               int (*mpi)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm), bool scatter) {
   for (size_t count : {size_t(0), size_t(1), size_t(2), size_t(4), size_t(5), size_t(8), size_t(9), size_t(512),
                        size_t(513), size_t(125000), size_t(125001)}) {
     const size_t in = scatter ? count * size_t(g_p) : count;
     const std::vector<double> send = random_doubles(in, 1000u + unsigned(g_rank) + unsigned(count));
     std::vector<double> got(count, -7), chosen(count, -7), ref(count, -7);
-    const std::string name = choice(g_p, count * sizeof(double), 1);
+    // MPI_SUM on doubles needs the same bracketing on all ranks (bine::mpi::bracketing_sensitive()).
+    const std::string name = choice(g_p, count * sizeof(double), 1, 1);
     expect(dispatcher(send.data(), got.data(), count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
            at(key, count) + " returned an error: " + bcc_last_error());
     if (name == "mpi") {
@@ -133,7 +136,7 @@ void reduce_check() {
   for (size_t count : {size_t(0), size_t(1), size_t(8), size_t(9), size_t(5000)}) {
     const std::vector<double> send = random_doubles(count, 77u + unsigned(g_rank) + unsigned(count));
     std::vector<double> got(count, -7), chosen(count, -7), ref(count, -7);
-    const std::string name = bcc_reduce_choice(g_p, count * sizeof(double), 1);
+    const std::string name = bcc_reduce_choice(g_p, count * sizeof(double), 1, 1);
     expect(bcc_reduce(send.data(), got.data(), count, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD) == MPI_SUCCESS,
            at("reduce", count) + " returned an error: " + bcc_last_error());
     if (name == "mpi") MPI_Reduce(send.data(), chosen.data(), int(count), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
@@ -246,7 +249,7 @@ void moving() {
 void count_above_int() {
   char one = 'x', out = 'y';
   const size_t big = size_t(INT_MAX) + 1;
-  const std::string name = bcc_gather_choice(g_p, big, 1);
+  const std::string name = bcc_gather_choice(g_p, big, 1, 0);
   expect(name == "mpi", "the table should send a gather of 2^31 bytes to mpi, got " + name);
   const int rc = bcc_gather(&one, big, MPI_BYTE, &out, big, MPI_BYTE, 0, MPI_COMM_WORLD);
   int cls = -1;

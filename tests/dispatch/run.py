@@ -69,9 +69,10 @@ def main():
     info = {}
     for r in reports:
         excluded = {e["p"] for e in r.get("excluded", [])}
-        info[r["schedule"]] = (excluded, bool(r.get("order_preserving", False)), r["collective"])
+        info[r["schedule"]] = (excluded, bool(r.get("order_preserving", False)), r["collective"],
+                               bool(r.get("same_bracketing", False)))
 
-    def expected(key, p, nbytes, commutative):
+    def expected(key, p, nbytes, commutative, same_bracketing):
         for rule in table[key]:
             if not (rule.get("p_min", 1) <= p <= rule.get("p_max", 1 << 62)):
                 continue
@@ -80,21 +81,23 @@ def main():
             if rule["schedule"] == "mpi":
                 return "mpi"
             name = rule["schedule"].removeprefix("bcc_")
-            excluded, ordered, coll = info[name]
+            excluded, ordered, coll, bracketed = info[name]
             reduces = coll in ("allreduce", "reduce", "reduce_scatter", "scan", "exscan")
-            if VERIFY[0] <= p <= VERIFY[1] and p not in excluded and (commutative or ordered or not reduces):
+            sb_ok = not reduces or bracketed or not same_bracketing or rule.get("any_bracketing", False)
+            if VERIFY[0] <= p <= VERIFY[1] and p not in excluded and (commutative or ordered or not reduces) and sb_ok:
                 return "bcc_" + name
         return "mpi"
 
     lines = must(run([exe, "choices", "40"]), "dispatch_test choices").stdout.split("\n")
     checked = 0
     for line in filter(None, lines):
-        key, p, nbytes, commutative, got = line.split()
-        want = expected(key, int(p), int(nbytes), commutative == "1")
+        key, p, nbytes, commutative, bracketing, got = line.split()
+        want = expected(key, int(p), int(nbytes), commutative == "1", bracketing == "1")
         checked += 1
         if got != want:
-            failures.append(f"{key}_choice(p={p}, bytes={nbytes}, commutative={commutative}) = {got}, table says {want}")
-    used = {line.split()[4] for line in lines if line}
+            failures.append(f"{key}_choice(p={p}, bytes={nbytes}, commutative={commutative}, "
+                            f"same_bracketing={bracketing}) = {got}, table says {want}")
+    used = {line.split()[5] for line in lines if line}
     print(f"choices: {checked} checked against the table; schedules chosen somewhere: {len(used) - 1} + mpi")
     if used - {"mpi"} != {"bcc_" + n for n in names}:
         failures.append(f"the grid does not reach every schedule of the table: {sorted(used)}")
@@ -115,6 +118,7 @@ def main():
         '{"allreduce": [{"schedule": "bine_bcast_lat"}]}': "allreduce rule 0: schedule \"bine_bcast_lat\" is not a verified allreduce schedule",
         '{"allreduce": [{"schedule": "rt_allreduce"},': "is not valid JSON",
         '[]': "the top level must be an object",
+        '{"allreduce": [{"schedule": "ring_allreduce", "any_bracketing": 1}]}': "allreduce rule 0: \"any_bracketing\" must be true or false",
     }
     bad_file = os.path.join(out, "bad.json")
     for text, msg in bad.items():

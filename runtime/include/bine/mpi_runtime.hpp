@@ -465,8 +465,11 @@ class BasicContext {
     return begin_vector_reduction(Collective::scan, sendbuf, recvbuf, count, datatype, op, comm, order_p);
   }
   /// Starts an exclusive prefix reduction (MPI_Exscan, MPI 3.1 Sec. 5.11.2): rank i > 0's
-  /// recvbuf ends with sendbuf_0 op ... op sendbuf_{i-1}; rank 0's recvbuf is undefined
-  /// (it may be written). Arguments as begin_allreduce (MPI_IN_PLACE: the input is recvbuf).
+  /// recvbuf ends with sendbuf_0 op ... op sendbuf_{i-1}. Rank 0's recvbuf is not
+  /// significant: it is never written (rank 0 works in internal memory, as Open MPI and
+  /// MPICH leave it untouched) and may be NULL, except with MPI_IN_PLACE, where it holds
+  /// rank 0's input and is only read. Arguments as begin_allreduce (MPI_IN_PLACE: the
+  /// input is recvbuf).
   int begin_exscan(const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                    PRanges order_p) {
     return begin_vector_reduction(Collective::exscan, sendbuf, recvbuf, count, datatype, op, comm, order_p);
@@ -491,15 +494,26 @@ class BasicContext {
     op_ = op;
     if ((rc = check_op(order_p)) != MPI_SUCCESS) return rc;
     if (recvbuf == MPI_IN_PLACE) return arg_error(MPI_ERR_BUFFER, kInPlaceRecv);
-    if ((rc = check_buffer(recvbuf, count, shape_, "receive buffer")) != MPI_SUCCESS) return rc;
+    // Exscan: rank 0's recvbuf is not significant (only its input with MPI_IN_PLACE).
+    const bool no_output = kind == Collective::exscan && rank_ == 0;
+    if ((!no_output || sendbuf == MPI_IN_PLACE) &&
+        (rc = check_buffer(recvbuf, count, shape_, no_output ? "send buffer (MPI_IN_PLACE: recvbuf)" : "receive buffer")) !=
+            MPI_SUCCESS)
+      return rc;
     if (sendbuf != MPI_IN_PLACE) {
       if ((rc = check_buffer(sendbuf, count, shape_, "send buffer")) != MPI_SUCCESS) return rc;
-      if ((rc = check_alias(sendbuf, count, shape_, recvbuf, count, shape_, MPI_ERR_BUFFER)) != MPI_SUCCESS) return rc;
+      if (!no_output &&
+          (rc = check_alias(sendbuf, count, shape_, recvbuf, count, shape_, MPI_ERR_BUFFER)) != MPI_SUCCESS)
+        return rc;
     }
     const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (packed_) {
       if ((rc = pack_vector(src)) != MPI_SUCCESS) return rc;
-      set_unpack(recvbuf, 0, count_, user_type_, shape_);
+      if (!no_output) set_unpack(recvbuf, 0, count_, user_type_, shape_);
+    } else if (no_output) {
+      // The rounds read and write the vector; rank 0's copy of its input is internal.
+      if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
+      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
     } else if (count_ > 0 && src != recvbuf && !dry_) {
       std::memcpy(recvbuf, src, count_ * elem_bytes_);
     }
