@@ -195,63 +195,14 @@ int find_schedule(Coll c, const std::string& name) {
 // ---------------------------------------------------------------------------------------
 // Configuration: selection table, forced schedules, report switch.
 
-/// The selection table compiled in (docs/pmpi.md): latency-optimal Bine schedules for small
+/// The selection table compiled in (pmpi/default_table.json, docs/pmpi.md; CMake writes it
+/// into bine_default_table.inc as a raw string literal): latency-optimal Bine schedules for small
 /// messages and bandwidth-optimal ones for large, each followed by a schedule for any p, and
 /// every reducing collective ends with a schedule proved order-preserving and same-bracketing
 /// for every p (the walk reaches it for non-commutative and floating-point calls).
-const char* const kDefaultTable = R"JSON({
-  "allreduce": [
-    {"bytes_max": 4096, "schedule": "bine_allreduce_lat"},
-    {"bytes_max": 4096, "schedule": "rt_allreduce_lat"},
-    {"schedule": "bine_allreduce_bdw"},
-    {"schedule": "rt_allreduce"}
-  ],
-  "bcast": [
-    {"bytes_max": 16384, "schedule": "bine_bcast_lat"},
-    {"bytes_max": 16384, "schedule": "binomial_bcast_doubling"},
-    {"schedule": "bine_bcast_bdw"},
-    {"schedule": "van_de_geijn_bcast"}
-  ],
-  "reduce": [
-    {"bytes_max": 16384, "schedule": "bine_reduce_lat"},
-    {"bytes_max": 16384, "schedule": "binomial_reduce"},
-    {"schedule": "bine_reduce_bdw"},
-    {"schedule": "rabenseifner_reduce"},
-    {"schedule": "binomial_reduce_ordered"}
-  ],
-  "allgather": [
-    {"schedule": "bine_allgather"},
-    {"schedule": "bruck_allgather"},
-    {"schedule": "ring_allgather"}
-  ],
-  "gather": [
-    {"schedule": "bine_gather"},
-    {"schedule": "binomial_gather"}
-  ],
-  "scatter": [
-    {"schedule": "bine_scatter"},
-    {"schedule": "binomial_scatter"}
-  ],
-  "reduce_scatter_block": [
-    {"schedule": "bine_reduce_scatter"},
-    {"schedule": "pairwise_reduce_scatter"},
-    {"schedule": "recursive_doubling_reduce_scatter"}
-  ],
-  "alltoall": [
-    {"schedule": "bine_alltoall"},
-    {"schedule": "bruck_alltoall"},
-    {"schedule": "pairwise_alltoall"}
-  ],
-  "scan": [
-    {"schedule": "recursive_doubling_scan"}
-  ],
-  "exscan": [
-    {"schedule": "recursive_doubling_exscan"}
-  ],
-  "barrier": [
-    {"schedule": "dissemination_barrier"}
-  ]
-})JSON";
+const char* const kDefaultTable =
+#include "bine_default_table.inc"
+    ;
 
 /// One rule of the selection table; schedule -1 (kRuleMpi) means "mpi" (the PMPI_ function).
 using Rule = bine::mpi::DispatchRule;

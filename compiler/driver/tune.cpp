@@ -1,5 +1,6 @@
 #include "tune.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -33,24 +34,28 @@ uint64_t elements(Collective c, int64_t p, uint64_t bytes, uint64_t elem_size) {
   return collective_has_rank_blocks(c) || c == Collective::alltoall ? n * uint64_t(p) : n;
 }
 
-/// Whether the PMPI library may use `s` for a non-commutative operator over the table's p
-/// range: what `bine-cc check` proves (every root, commutative = false), so the table and
-/// the library's registry flag agree.
-bool order_preserving(const Program& prog, const ScheduleDecl& s, const TuneOptions& o) {
-  if (!collective_reduces(s.collective)) return true;
+/// What the PMPI library lets `s` serve over the table's p range, as `bine-cc check` proves
+/// it (every root, commutative = false), so the table and the library's registry flags
+/// agree: order-preserving (non-commutative operators) and the same bracketing on all ranks
+/// (floating-point and user operators; bine/dispatch.hpp). Both true without an operator.
+struct Proved {
+  bool order_preserving = true, same_bracketing = true;
+};
+Proved proved(const Program& prog, const ScheduleDecl& s, const TuneOptions& o) {
+  if (!collective_reduces(s.collective)) return {};
   CheckOptions co;
   co.p_lo = o.p_lo;
   co.p_hi = o.p_hi;
   DiagnosticSink scratch;
   const CheckReport r = check_schedule(prog, s, co, scratch);
-  return r.ok && r.order_preserving;
+  return {r.ok && r.order_preserving, r.ok && r.same_bracketing};
 }
 
 /// One schedule's instances over the p range (empty where it does not apply).
 struct Priced {
   const ScheduleDecl* decl = nullptr;
   std::map<int64_t, Schedule> at;  ///< p -> instance (root 0)
-  bool order_preserving = true;
+  Proved proofs;
 };
 
 Priced instances(const Program& prog, const ScheduleDecl& s, const TuneOptions& o) {
@@ -64,15 +69,20 @@ Priced instances(const Program& prog, const ScheduleDecl& s, const TuneOptions& 
     if (instantiate(rp, {p, 0, default_commutative(s)}, sch, scratch) != InstStatus::ok) continue;
     pr.at.emplace(p, std::move(sch));
   }
-  pr.order_preserving = order_preserving(prog, s, o);
+  pr.proofs = proved(prog, s, o);
   return pr;
 }
 
-/// A row's run of sizes with one choice: [lo, hi] bytes (hi 0: unbounded).
+/// A row's run of sizes with one choice: [lo, hi] bytes (hi 0: unbounded), the cheapest
+/// schedule and, for a reducing collective, the cheapest proved same-bracketing, the
+/// cheapest proved order-preserving and the cheapest proved both ("" where none applies).
 struct Run {
   uint64_t lo = 0, hi = 0;
-  std::string chosen, ordered;
-  bool operator==(const Run& o) const { return lo == o.lo && hi == o.hi && chosen == o.chosen && ordered == o.ordered; }
+  std::string chosen, bracketed, ordered, safe;
+  bool same_choices(const Run& o) const {
+    return chosen == o.chosen && bracketed == o.bracketed && ordered == o.ordered && safe == o.safe;
+  }
+  bool operator==(const Run& o) const { return lo == o.lo && hi == o.hi && same_choices(o); }
 };
 
 }  // namespace
@@ -82,7 +92,7 @@ namespace {
 /// A candidate of a collective's cells: a schedule, or the MPI library's own ("mpi").
 struct Candidate {
   std::string name;
-  bool order_preserving = false;
+  Proved proofs;
 };
 /// The cost of candidate `i` at (p, bytes); false when it does not apply there.
 using CostFn = std::function<bool(size_t i, int64_t p, uint64_t bytes, double* cost)>;
@@ -101,7 +111,8 @@ void build_rules(Collective c, const std::vector<Candidate>& cands, const CostFn
       cell.collective = c;
       cell.p = p;
       cell.bytes = grid[k];
-      double best = 0, prev_cost = -1, best_ordered = 0;
+      double best = 0, prev_cost = -1, best_ordered = 0, best_bracketed = 0, best_safe = 0;
+      std::string bracketed, safe;
       for (size_t i = 0; i < cands.size(); ++i) {
         double cc = 0;
         if (!cost(i, p, grid[k], &cc)) continue;
@@ -110,10 +121,12 @@ void build_rules(Collective c, const std::vector<Candidate>& cands, const CostFn
           cell.chosen = cands[i].name;
         }
         if (cands[i].name == prev) prev_cost = cc;
-        if (reduces && cands[i].order_preserving && (cell.ordered.empty() || cc < best_ordered)) {
-          best_ordered = cc;
-          cell.ordered = cands[i].name;
-        }
+        if (!reduces) continue;
+        const Proved& pv = cands[i].proofs;
+        if (pv.order_preserving && (cell.ordered.empty() || cc < best_ordered)) best_ordered = cc, cell.ordered = cands[i].name;
+        if (pv.same_bracketing && (bracketed.empty() || cc < best_bracketed)) best_bracketed = cc, bracketed = cands[i].name;
+        if (pv.order_preserving && pv.same_bracketing && (safe.empty() || cc < best_safe))
+          best_safe = cc, safe = cands[i].name;
       }
       cell.best_cost = cell.chosen_cost = best;
       if (prev_cost >= 0 && prev_cost <= best * (1 + o.margin)) {
@@ -122,10 +135,11 @@ void build_rules(Collective c, const std::vector<Candidate>& cands, const CostFn
       }
       prev = cell.chosen;
       const uint64_t lo = k == 0 ? 0 : grid[k - 1] + 1, hi = k + 1 == grid.size() ? 0 : grid[k];
-      if (!runs.empty() && runs.back().chosen == cell.chosen && runs.back().ordered == cell.ordered)
+      const Run run{lo, hi, cell.chosen, bracketed, cell.ordered, safe};
+      if (!runs.empty() && runs.back().same_choices(run))
         runs.back().hi = hi;
       else
-        runs.push_back(Run{lo, hi, cell.chosen, cell.ordered});
+        runs.push_back(run);
       res.cells.push_back(cell);
     }
     if (!rows.empty() && rows.back().second == runs) continue;  // same as p - 1: merged below
@@ -145,10 +159,15 @@ void build_rules(Collective c, const std::vector<Candidate>& cands, const CostFn
         rules.push_back(std::move(j));
       };
       if (r.chosen.empty()) continue;  // nothing applies: the MPI library's own
-      rule(r.chosen);
-      // For a non-commutative operator the library skips a schedule not proved
-      // order-preserving and tries the next rule.
-      if (!r.ordered.empty() && r.ordered != r.chosen) rule(r.ordered);
+      // The library skips a schedule not proved what the call's operator needs
+      // (bine/dispatch.hpp): the cheapest proved same-bracketing follows (floating-point
+      // and user operators), then the cheapest order-preserving (non-commutative operators
+      // with BINE_PMPI_SAME_BRACKETING=0), then the cheapest with both; each only when it is
+      // not a rule of the cell already.
+      std::vector<std::string> names{r.chosen};
+      for (const std::string* n : {&r.bracketed, &r.ordered, &r.safe})
+        if (!n->empty() && std::find(names.begin(), names.end(), *n) == names.end()) names.push_back(*n);
+      for (const std::string& n : names) rule(n);
     }
   }
   res.table[pmpi_collective_key(c)] = std::move(rules);
@@ -171,7 +190,7 @@ TuneResult tune(const Program& program, const std::vector<const ScheduleDecl*>& 
       if (s->collective == c) priced.push_back(instances(program, *s, o));
     if (priced.empty()) continue;
     std::vector<Candidate> cands;
-    for (const Priced& pr : priced) cands.push_back({pr.decl->name, pr.order_preserving});
+    for (const Priced& pr : priced) cands.push_back({pr.decl->name, pr.proofs});
     build_rules(c, cands, [&](size_t i, int64_t p, uint64_t bytes, double* cost) {
       const auto it = priced[i].at.find(p);
       if (it == priced[i].at.end()) return false;
@@ -194,9 +213,9 @@ TuneResult tune_measured(const Program& program, const std::vector<const Schedul
   for (Collective c : kTableOrder) {
     std::vector<Candidate> cands;
     for (const ScheduleDecl* s : schedules)
-      if (s->collective == c) cands.push_back({s->name, order_preserving(program, *s, o)});
+      if (s->collective == c) cands.push_back({s->name, proved(program, *s, o)});
     if (cands.empty()) continue;
-    cands.push_back({"mpi", true});  // the MPI library's own collective is always correct
+    cands.push_back({"mpi", Proved{}});  // the MPI library's own collective is taken as correct for every operator
     const std::string key = pmpi_collective_key(c);
     build_rules(c, cands, [&](size_t i, int64_t p, uint64_t bytes, double* cost) {
       auto it = us.find({key, cands[i].name, p, c == Collective::barrier ? 0 : bytes});
