@@ -26,6 +26,15 @@ ProofSummary CheckReport::proof() const {
   return p;
 }
 
+int64_t symmetry_spot_root(int64_t p) {
+  BINE_ASSERT(p >= 2, "symmetry_spot_root() needs p >= 2");
+  uint64_t z = uint64_t(p) + 0x9e3779b97f4a7c15ull;  // splitmix64 (Steele, Lea, Flood 2014)
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return int64_t(z % uint64_t(p - 1)) + 1;
+}
+
 std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOptions& opt) {
   if (!collective_is_rooted(s.collective)) return {0};
   std::vector<int64_t> roots;
@@ -66,7 +75,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
   // A program that treats every root alike (symmetry.h) needs only root 0's instance.
   RootSymmetry sym;
   if (rooted && opt.rotation && opt.symmetry) {
-    sym = root_symmetry(rp);
+    sym = opt.assume_symmetry ? *opt.assume_symmetry : root_symmetry(rp);
     rep.symmetric = sym.proved;
     rep.symmetry_reason = sym.reason;
     rep.symmetry_line = sym.at.valid() ? sym.at.line : 0;
@@ -141,6 +150,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             if (rooted && root == 0 && sym_applies(commutative) &&
                 (!sym.rank_blocks || pairing_for_every_root(sch).empty())) {
               covered[commutative] = true;
+              base[commutative] = std::move(sch);  // for the cross-check below
             } else if (rooted && root == 0) {
               base[commutative] = std::move(sch);
               have_base[commutative] = true;
@@ -157,6 +167,50 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         rep.failed_p = p;
         rep.failed_root = root;
         return rep;
+      }
+    // Defence in depth: where the symmetry covers the roots, one of them is built anyway. It
+    // must be root 0's verified instance rotated (not applicable where root 0 is not), which
+    // proves it (rotation.h); else it is verified like any instance (a failure is its
+    // counterexample), the proof is wrong, and every p is checked again without it.
+    if (rooted && p >= 2)
+      for (bool commutative : comm_values) {
+        if (!sym_applies(commutative) || !(covered[commutative] || none_apply[commutative])) continue;
+        const int64_t root = symmetry_spot_root(p);
+        Schedule sch;
+        const InstStatus st = instantiate(rp, InstanceRequest{p, root, commutative}, sch, diags);
+        ++rep.spot_checked;
+        std::string contradiction;
+        if (st == InstStatus::error) {
+          rep.ok = false;
+          rep.failed_p = p;
+          rep.failed_root = root;
+          return rep;
+        } else if (none_apply[commutative]) {
+          if (st != InstStatus::not_applicable) contradiction = "it applies where root 0 does not";
+        } else if (st != InstStatus::ok) {
+          contradiction = "it is not applicable where root 0 is";
+        } else if (!(contradiction = rotation_mismatch(base[commutative], sch)).empty()) {
+          const VerifyResult v = verify(sch, diags, opt.verify);
+          if (!v.ok) {
+            rep.ok = false;
+            rep.failed_p = p;
+            rep.failed_root = root;
+            rep.has_failed_instance = true;
+            rep.failed_instance = std::move(sch);
+            rep.counterexample = v.counterexample;
+            return rep;
+          }
+        }
+        if (!contradiction.empty()) {
+          const std::string where = "p=" + std::to_string(p) + " root=" + std::to_string(root);
+          diags.warning(s.name_span, where + ": the instance is not root 0's rotated (" + contradiction +
+                                         "), which the root symmetry proved: every p is checked again without it");
+          CheckOptions plain = opt;
+          plain.symmetry = false;
+          CheckReport again = check_schedule(program, s, plain, diags);
+          again.symmetry_reason = "the proof does not hold at " + where;
+          return again;
+        }
       }
     if (rooted && p > opt.all_roots_up_to) {
       // Above the sampling bound the symmetry still covers every root: the roots not

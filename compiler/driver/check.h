@@ -11,6 +11,8 @@
 
 namespace bine {
 
+struct RootSymmetry;
+
 struct CheckOptions {
   int64_t p_lo = 1, p_hi = 64;
   /// Every root up to this p; above it the roots 0, 1, p/2 and p-1.
@@ -21,20 +23,37 @@ struct CheckOptions {
   bool rotation = true;
   /// With `rotation`: where root_symmetry() proves the lowered program treats every root
   /// alike, root R's instance is not built at all (every root at every p, also above
-  /// all_roots_up_to); false: compare built instances only.
+  /// all_roots_up_to), except symmetry_spot_root(p)'s, built as a cross-check (it must be
+  /// root 0's instance rotated); false: compare built instances only.
   bool symmetry = true;
   VerifyOptions verify;
+  /// Tests only: this claim instead of root_symmetry()'s (e.g. an unsound one, proved for a
+  /// program that is not symmetric, to exercise the cross-check of symmetry_spot_root()).
+  const RootSymmetry* assume_symmetry = nullptr;
 };
+
+/// The root that check_schedule() builds anyway at a p >= 2 where a proved root symmetry
+/// covers every root (defence in depth against an unsound proof): its instance must be the
+/// verified root-0 instance rotated, else it is verified (a failure is reported as its
+/// counterexample) and the proof dropped. splitmix64(p) mod (p - 1) + 1, in 1..p-1: a
+/// function of p only, so that the output is deterministic.
+int64_t symmetry_spot_root(int64_t p);
 
 struct CheckReport {
   bool ok = true;
   int64_t instances = 0;               ///< (p, root, commutative) instances proved
   int64_t rotated = 0;                 ///< of them, proved by rotation of root 0 (not verify())
   int64_t rotation_failed = 0;         ///< roots whose instance is no rotation (verified instead)
-  /// Of `rotated`, the roots proved by the static root symmetry (symmetry.h), not built.
+  /// Of `rotated`, the roots proved by the static root symmetry (symmetry.h), not built
+  /// except the cross-checked ones.
   int64_t by_symmetry = 0;
+  /// Of `by_symmetry`, the instances built anyway, one per p and value of `commutative`
+  /// (symmetry_spot_root()), each found to be root 0's instance rotated.
+  int64_t spot_checked = 0;
   /// Rooted collectives: whether root_symmetry() proved the program (with CheckOptions::
-  /// symmetry), else why not and the source line (0: none).
+  /// symmetry), else why not and the source line (0: none). A proof that a cross-checked
+  /// root contradicts is dropped: every p is checked again without it, and the reason
+  /// says where it failed.
   bool symmetric = false;
   std::string symmetry_reason;
   int symmetry_line = 0;

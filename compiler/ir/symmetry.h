@@ -38,8 +38,11 @@ struct RootSymmetry {
 /// rank-indexed blocks) the body sees root-relative ranks and root 0, so every value of the
 /// body is equal and the fold's own mapping to real ranks is the rotation: proved at once.
 /// Composition on sub-groups without a fold (regions are fixed sets of real ranks) and
-/// `frames` with rank-indexed blocks are not proved. Assumes that arithmetic on
-/// root-dependent values does not wrap around 2^64 (rank values are below 2^31).
+/// `frames` with rank-indexed blocks are not proved. `+ - *` wrap around 2^64, which breaks
+/// congruence modulo p: every value is also bounded by an interval (p in 1..2^31-1, r and
+/// root in 0..p-1, loop variables by their bounds, literals exact), and a root-dependent
+/// `+ - *` (or unary `-`) whose bound may leave the signed 64-bit range is not proved
+/// ("root-dependent arithmetic ('+') that may wrap around 2^64").
 ///
 /// Sound, not complete: a program it does not prove may still be symmetric; check then
 /// compares instances (rotation_mismatch()).

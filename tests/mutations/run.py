@@ -16,9 +16,11 @@ For `fail`, bine-cc must exit 1 and its first error must be the counterexample: 
 instance (p, root), the rank, the round (`none` for "before any round"), the block, the
 kind of failure and the source line in this file. p and line are required; the other
 fields are checked when given. Kinds: deadlock, race, double-count, missing,
-size-mismatch, no-data, wrong-data. For `pass`, bine-cc must exit 0 with no error, and
-the summary must name the unmet requirement, how many p it excludes and how many
-instances were proved, when given. Each NOTE must be part of the message of one of the
+size-mismatch, no-data, wrong-data, and eval-error: the instance cannot be built because a
+rank's evaluation fails ("p=3 root=2: rank 1: wrapping block range ... is reversed": a
+domain error or a block set out of range, with no round or block). For `pass`, bine-cc
+must exit 0 with no error, and the summary must name the unmet requirement, how many p it
+excludes and how many instances were proved, when given. Each NOTE must be part of the message of one of the
 first error's notes (the other ranks involved: matching operation, wait-for chain, the
 sender of a double-counted contribution, the receive that last wrote a block, ...).
 
@@ -35,7 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-KINDS = ("deadlock", "race", "double-count", "missing", "size-mismatch", "no-data", "wrong-data")
+KINDS = ("deadlock", "race", "double-count", "missing", "size-mismatch", "no-data", "wrong-data", "eval-error")
 MIN_CASES = 20
 
 # "p=4: rank 0, round 0, block 0: deadlock: ..." / "p=4 root=1: rank 2, before any round, ..."
@@ -44,6 +46,8 @@ MSG_RE = re.compile(
     r"(?:round (?P<round>\d+)|(?P<before>before any round))"
     r"(?:, block (?P<block>\d+))?: (?P<what>.*)$",
     re.S)
+# An instantiation error: "p=3 root=2: rank 1: wrapping block range wrap[...) is reversed ..."
+EVAL_RE = re.compile(r"^p=(?P<p>\d+)(?: root=(?P<root>\d+))?: rank (?P<rank>\d+): (?P<what>.*)$", re.S)
 
 
 def classify(what):
@@ -162,17 +166,22 @@ def check_fail(path, fields, notes, rc, out, diags):
     d = errors[0]
     msg = d.get("message", "")
     m = MSG_RE.match(msg)
-    if not m:
-        return "first error is not a verifier counterexample: %r" % msg
-    got = {
-        "p": m.group("p"),
-        "root": m.group("root"),
-        "rank": m.group("rank"),
-        "round": "none" if m.group("before") else m.group("round"),
-        "block": m.group("block"),
-        "kind": classify(m.group("what")),
-        "line": str(d.get("line")) if "line" in d else None,
-    }
+    if m:
+        got = {
+            "p": m.group("p"),
+            "root": m.group("root"),
+            "rank": m.group("rank"),
+            "round": "none" if m.group("before") else m.group("round"),
+            "block": m.group("block"),
+            "kind": classify(m.group("what")),
+        }
+    else:
+        m = EVAL_RE.match(msg)
+        if not m:
+            return "first error is neither a verifier counterexample nor an evaluation error: %r" % msg
+        got = {"p": m.group("p"), "root": m.group("root"), "rank": m.group("rank"), "round": None, "block": None,
+               "kind": "eval-error"}
+    got["line"] = str(d.get("line")) if "line" in d else None
     problems = []
     for k in ("p", "root", "kind", "rank", "round", "block", "line"):
         if k in fields and fields[k] != got[k]:
