@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what bine-cc needs on Debian 12 (when missing) and builds it into build/.
+# Installs what bine-cc needs on Debian 12 (when missing) and builds it into build/: the
+# targets given as arguments (the main job builds only what it runs, issue 44), else all.
+# usage: setup.sh [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(cmake g++ gfortran make python3 time nlohmann-json3-dev libcli11-dev doctest-dev libopenmpi-dev openmpi-bin librsvg2-bin
@@ -12,4 +14,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)"
+if [ $# -gt 0 ]; then
+  cmake --build build -j "$(nproc)" --target "$@"
+else
+  cmake --build build -j "$(nproc)"
+fi
