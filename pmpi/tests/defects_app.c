@@ -320,6 +320,19 @@ static int check_bits(int may_differ) {
 }
 
 /* ---- order: a non-commutative operator ---- */
+/* The n matrices at `got` must be the rank-order products x_lo x ... x x_{hi-1} of elements
+ * first .. first + n - 1; `what` names the collective in the failure. */
+static void expect_products(const uint32_t* got, int n, int lo, int hi, int first, const char* what) {
+  uint32_t want[4];
+  for (int e = 0; e < n; ++e) {
+    mat_prefix(lo, hi, first + e, want);
+    if (memcmp(want, got + 4 * e, sizeof want) != 0) {
+      fail(what, e);
+      return;
+    }
+  }
+}
+
 static void check_order(void) {
   enum { E = 6 }; /* matrices per rank (per block for reduce_scatter_block) */
   MPI_Datatype mat;
@@ -331,51 +344,19 @@ static void check_order(void) {
   uint32_t* out = malloc(sizeof(uint32_t) * 4 * E * (size_t)g_p);
   for (int b = 0; b < g_p; ++b)
     for (int e = 0; e < E; ++e) mat_of(g_rank, b * E + e, in + 4 * (b * E + e));
-  uint32_t want[4];
   for (int root = 0; root < g_p; ++root) {
     memset(out, 0, sizeof(uint32_t) * 4 * E);
     MPI_Reduce(in, out, E, mat, op, root, MPI_COMM_WORLD);
-    if (g_rank == root)
-      for (int e = 0; e < E; ++e) {
-        mat_prefix(0, g_p, e, want);
-        if (memcmp(want, out + 4 * e, sizeof want) != 0) {
-          fail("non-commutative MPI_Reduce: not the rank-order product at root", root);
-          break;
-        }
-      }
+    if (g_rank == root) expect_products(out, E, 0, g_p, 0, "non-commutative MPI_Reduce: not the rank-order product");
   }
   MPI_Allreduce(in, out, E, mat, op, MPI_COMM_WORLD);
-  for (int e = 0; e < E; ++e) {
-    mat_prefix(0, g_p, e, want);
-    if (memcmp(want, out + 4 * e, sizeof want) != 0) {
-      fail("non-commutative MPI_Allreduce: not the rank-order product", e);
-      break;
-    }
-  }
+  expect_products(out, E, 0, g_p, 0, "non-commutative MPI_Allreduce: not the rank-order product");
   MPI_Reduce_scatter_block(in, out, E, mat, op, MPI_COMM_WORLD);
-  for (int e = 0; e < E; ++e) {
-    mat_prefix(0, g_p, g_rank * E + e, want);
-    if (memcmp(want, out + 4 * e, sizeof want) != 0) {
-      fail("non-commutative MPI_Reduce_scatter_block: not the rank-order product", e);
-      break;
-    }
-  }
+  expect_products(out, E, 0, g_p, g_rank * E, "non-commutative MPI_Reduce_scatter_block: not the rank-order product");
   MPI_Scan(in, out, E, mat, op, MPI_COMM_WORLD);
-  for (int e = 0; e < E; ++e) {
-    mat_prefix(0, g_rank + 1, e, want);
-    if (memcmp(want, out + 4 * e, sizeof want) != 0) {
-      fail("non-commutative MPI_Scan: not the rank-order prefix", e);
-      break;
-    }
-  }
+  expect_products(out, E, 0, g_rank + 1, 0, "non-commutative MPI_Scan: not the rank-order prefix");
   MPI_Exscan(in, out, E, mat, op, MPI_COMM_WORLD);
-  for (int e = 0; g_rank > 0 && e < E; ++e) {
-    mat_prefix(0, g_rank, e, want);
-    if (memcmp(want, out + 4 * e, sizeof want) != 0) {
-      fail("non-commutative MPI_Exscan: not the rank-order prefix", e);
-      break;
-    }
-  }
+  if (g_rank > 0) expect_products(out, E, 0, g_rank, 0, "non-commutative MPI_Exscan: not the rank-order prefix");
   MPI_Op_free(&op);
   MPI_Type_free(&mat);
   free(in);
