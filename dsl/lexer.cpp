@@ -328,6 +328,8 @@ class Lexer {
 
 }  // namespace
 
+bool is_keyword(const std::string& word) { return keywords().count(word) != 0; }
+
 std::vector<Token> lex(const SourceFile& file, DiagnosticSink& diags) {
   return Lexer(file, diags).run();
 }

@@ -38,4 +38,8 @@ struct Token {
 /// characters are skipped, so lexing always terminates with an eof token.
 std::vector<Token> lex(const SourceFile& file, DiagnosticSink& diags);
 
+/// True when `word` is a keyword of the language (docs/language.md, "Lexical structure"):
+/// it cannot name a schedule, a variable or a function.
+bool is_keyword(const std::string& word);
+
 }  // namespace bine

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -101,6 +102,17 @@ std::vector<const ScheduleDecl*> selected(const Program& prog, const std::vector
   return out;
 }
 
+/// An input without a schedule (empty, or only `fn`s) is an error of every verb that works
+/// on schedules (check, lower, compile, tune, traffic; issue 47): `what` says what is not
+/// done. Located at the start of the first file. False when the input has no schedule.
+bool require_schedules(const Program& prog, DiagnosticSink& diags, const char* what) {
+  if (!prog.schedules.empty()) return true;
+  Span start;
+  if (!prog.files.empty()) start = Span{prog.files.front().get(), 0, 0, 1, 1};
+  diags.error(start, std::string("no schedule in the input files: ") + what);
+  return false;
+}
+
 /// "svg" or "png": `format` when given, else from the output's extension (".png": png).
 std::string draw_format(const std::string& format, const std::string& out) {
   if (!format.empty()) return format;
@@ -146,6 +158,15 @@ bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
 
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw,
               bool smt, bool no_symmetry, bool landing) {
+  const auto ends_with = [&](const char* ext) {
+    const size_t n = std::strlen(ext);
+    return draw.size() > n && draw.compare(draw.size() - n, n, ext) == 0;
+  };
+  if (!draw.empty() && draw != "-" && !ends_with(".svg") && !ends_with(".png")) {
+    std::cerr << "bine-cc: error: --draw writes SVG or PNG: the file name must end in .svg or .png, got '" << draw
+              << "'\n";
+    return 2;
+  }
   DiagnosticSink diags;
   Program prog;
   CheckOptions opt;
@@ -161,11 +182,7 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   }
   if (!load(c, prog, diags)) return 1;
   const auto todo = selected(prog, c.only, diags);
-  if (prog.schedules.empty()) {  // located at the start of the first file
-    Span start;
-    if (!prog.files.empty()) start = Span{prog.files.front().get(), 0, 0, 1, 1};
-    diags.error(start, "no schedule in the input files: nothing to verify");
-  }
+  require_schedules(prog, diags, "nothing to verify");
   bool all_ok = !diags.has_errors();
   CheckReport failed;  ///< the first failing schedule's report (check --draw)
   std::string failed_name;
@@ -241,7 +258,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   }
   CheckOptions opt;
   if (!parse_ranks(ranks, opt.p_lo, opt.p_hi)) {
-    std::cerr << "bine-cc: error: --verify-ranks expects A..B, got '" << ranks << "'\n";
+    std::cerr << "bine-cc: error: --verify-ranks expects A..B or P with 1 <= A <= B <= 1048576, got '" << ranks << "'\n";
     return 2;
   }
   SelectionTable table;  // --dispatch
@@ -266,6 +283,10 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     eopt.dispatch = &table;
   }
   if (!load(c, prog, diags)) return 1;
+  if (!require_schedules(prog, diags, "no header written")) {
+    print_diags(diags, c.format);
+    return 1;
+  }
   std::vector<std::unique_ptr<RankProgram>> lowered;  // what the target reads
   std::vector<const RankProgram*> emit;
   std::vector<ProofSummary> proofs;
@@ -406,6 +427,7 @@ int cmd_lower(const Common& c) {
   DiagnosticSink diags;
   Program prog;
   if (!load(c, prog, diags)) return 1;
+  require_schedules(prog, diags, "nothing to lower");
   for (const ScheduleDecl* s : selected(prog, c.only, diags)) {
     RankProgram rp;
     if (!lower(prog, *s, rp, diags)) continue;
@@ -485,7 +507,7 @@ int measure(const TuneCli& t, const std::vector<const ScheduleDecl*>& schedules,
 /// `bine-cc tune`: a PMPI selection table from the cost model (docs/pmpi.md, "bine-cc tune").
 int cmd_tune(const Common& c, TuneCli t) {
   if (!parse_ranks(t.ranks, t.opt.p_lo, t.opt.p_hi)) {
-    std::cerr << "bine-cc: error: --ranks expects A..B or P, got '" << t.ranks << "'\n";
+    std::cerr << "bine-cc: error: --ranks expects A..B or P with 1 <= A <= B <= 1048576, got '" << t.ranks << "'\n";
     return 2;
   }
   if (t.opt.elem_size == 0 || t.opt.bytes_min > t.opt.bytes_max || t.opt.margin < 0) {
@@ -499,6 +521,10 @@ int cmd_tune(const Common& c, TuneCli t) {
   DiagnosticSink diags;
   Program prog;
   if (!load(c, prog, diags)) return 1;
+  if (!require_schedules(prog, diags, "no table written")) {
+    print_diags(diags, c.format);
+    return 1;
+  }
   const std::vector<const ScheduleDecl*> chosen = selected(prog, c.only, diags);
   TuneResult res;
   if (t.measure) {
@@ -701,6 +727,7 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   DiagnosticSink diags;
   Program prog;
   if (!load(c, prog, diags)) return 1;
+  require_schedules(prog, diags, "no traffic to count");
   const auto todo = selected(prog, c.only, diags);
   if (diags.has_errors()) {
     print_diags(diags, c.format);
@@ -866,6 +893,26 @@ int main(int argc, char** argv) {
   add_common(lwr);
 
   DrawCli dcli;
+  // Unsigned options: CLI11 would wrap "-1" to 2^64 - 1.
+  const CLI::Validator non_negative(
+      [](std::string& v) { return v.empty() || v[0] != '-' ? std::string() : "must be 0 or more, got " + v; }, "N >= 0");
+  // Counts that must be 1 or more (--elem-size, --ppn): 0 would divide by zero or print nonsense.
+  const CLI::Validator at_least_one(
+      [](std::string& v) {
+        char* end = nullptr;
+        const long long x = std::strtoll(v.c_str(), &end, 10);
+        return !v.empty() && *end == '\0' && x >= 1 ? std::string() : "must be an integer of 1 or more, got " + v;
+      },
+      "N >= 1");
+  // Model parameters (alpha, beta, gamma): finite and not negative (nan, inf and -1 price nothing).
+  const CLI::Validator finite_non_negative(
+      [](std::string& v) {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return !v.empty() && *end == '\0' && std::isfinite(x) && x >= 0 ? std::string()
+                                                                       : "must be a finite number of 0 or more, got " + v;
+      },
+      "X >= 0");
   CLI::App* drw = app.add_subcommand("draw", "draw one instance as an SVG (or PNG) step diagram: ranks x rounds, one arrow per transfer (docs/draw.md)");
   add_common(drw);
   drw->add_option("-p", dcli.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
@@ -875,14 +922,11 @@ int main(int argc, char** argv) {
   drw->add_option("--format", dcli.format, "svg or png (default: png when the output ends in .png, else svg)")
       ->check(CLI::IsMember({"svg", "png"}));
   drw->add_option("--ppn", dcli.opt.ppn, "ranks per node (consecutive ranks): colour arrows intra-node / inter-node")
-      ->check(CLI::PositiveNumber);
-  drw->add_option("--bytes", dcli.opt.bytes, "vector size n in bytes: label transfers with k*n/B bytes");
+      ->check(at_least_one);
+  drw->add_option("--bytes", dcli.opt.bytes, "vector size n in bytes: label transfers with k*n/B bytes")->check(non_negative);
   drw->add_flag("--verify", dcli.verify, "also verify the instance and highlight its counterexample");
 
   CostOptions copt;
-  // Unsigned options: CLI11 would wrap "-1" to 2^64 - 1.
-  const CLI::Validator non_negative(
-      [](std::string& v) { return v.empty() || v[0] != '-' ? std::string() : "must be 0 or more, got " + v; }, "N >= 0");
   CLI::App* cost = app.add_subcommand("cost", "alpha-beta-gamma cost of one instance: makespan, critical path, per-rank totals (docs/cost.md)");
   add_common(cost);
   cost->add_option("-p", copt.p, "process count (required)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
@@ -891,10 +935,10 @@ int main(int argc, char** argv) {
   cost->add_option("--counts", copt.counts,
                    "irregular blocks (the _v forms): elements per block, C0,C1,... (one per block of the instance, "
                    "p for allgather, gather, scatter, reduce_scatter); the vector is their sum");
-  cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)")->check(non_negative);
-  cost->add_option("--alpha", copt.params.alpha, "latency per message")->required();
-  cost->add_option("--beta", copt.params.beta, "time per byte")->required();
-  cost->add_option("--gamma", copt.params.gamma, "time per element reduced")->required();
+  cost->add_option("--elem-size", copt.elem_size, "bytes per element (default 4)")->check(at_least_one);
+  cost->add_option("--alpha", copt.params.alpha, "latency per message")->required()->check(finite_non_negative);
+  cost->add_option("--beta", copt.params.beta, "time per byte")->required()->check(finite_non_negative);
+  cost->add_option("--gamma", copt.params.gamma, "time per element reduced")->required()->check(finite_non_negative);
   cost->add_option("--f-alpha", copt.params.f_alpha, "alpha_uni / alpha for one-way pairs (default 1)");
   cost->add_option("--f-beta", copt.params.f_beta, "beta_uni / beta for one-way pairs (default 1)");
   cost->add_option("--ports", copt.params.ports,
@@ -928,10 +972,13 @@ int main(int argc, char** argv) {
   tun->add_option("--ranks", tune_cli.ranks, "process counts of the table, A..B (default 2..32)");
   tun->add_option("--bytes-min", tune_cli.opt.bytes_min, "smallest size of the grid in bytes (default 8)");
   tun->add_option("--bytes-max", tune_cli.opt.bytes_max, "largest size of the grid in bytes (default 16 MiB); sizes are powers of two");
-  tun->add_option("--elem-size", tune_cli.opt.elem_size, "bytes per element (default 4)");
-  CLI::Option* t_alpha = tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us; the cost model)");
-  CLI::Option* t_beta = tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us; the cost model)");
-  CLI::Option* t_gamma = tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us; the cost model)");
+  tun->add_option("--elem-size", tune_cli.opt.elem_size, "bytes per element (default 4)")->check(at_least_one);
+  CLI::Option* t_alpha = tun->add_option("--alpha", tune_cli.opt.params.alpha, "latency per message (us; the cost model)")
+                             ->check(finite_non_negative);
+  CLI::Option* t_beta = tun->add_option("--beta", tune_cli.opt.params.beta, "time per byte (us; the cost model)")
+                            ->check(finite_non_negative);
+  CLI::Option* t_gamma = tun->add_option("--gamma", tune_cli.opt.params.gamma, "time per element reduced (us; the cost model)")
+                             ->check(finite_non_negative);
   t_alpha->needs(t_beta)->needs(t_gamma);
   t_beta->needs(t_alpha);
   t_gamma->needs(t_alpha);
@@ -957,7 +1004,7 @@ int main(int argc, char** argv) {
                   "hosts:FILE,map=FILE[,ppn=K], leonardo:FILE[,map=FILE][,ppn=K]")
       ->required();
   trf->add_option("--bytes", tcli.bytes, "vector size n in bytes (default 1048576)")->check(non_negative);
-  trf->add_option("--elem-size", tcli.elem_size, "bytes per element (default 4)")->check(non_negative);
+  trf->add_option("--elem-size", tcli.elem_size, "bytes per element (default 4)")->check(at_least_one);
   trf->add_flag("--json", tcli.json, "one JSON array, an object per (machine, schedule), instead of text");
   trf->add_flag("--commutative", tcli.commutative, "instantiate with commutative = true");
 
@@ -980,7 +1027,21 @@ int main(int argc, char** argv) {
     std::cerr << "bine-cc: error: unknown command '" << argv[1] << "' (commands: " << names << ", rewrite)\n";
     return 2;
   }
-  CLI11_PARSE(app, argc, argv);
+  if (argc > 2 && std::string(argv[1]) == "synth" && argv[2][0] != '-' && std::string(argv[2]) != "bbs") {
+    std::cerr << "bine-cc: error: unknown synth method '" << argv[2] << "' (methods: bbs)\n";
+    return 2;
+  }
+  if (argc == 2 && std::string(argv[1]) == "synth") {
+    std::cerr << "bine-cc: error: synth needs a method: bine-cc synth bbs --topology SPEC ... (docs/bbs.md)\n";
+    return 2;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message (or --help / --version); its own codes (100+) are usage
+    // errors here: exit 2, as docs/cli.md says, and 0 for --help and --version.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   const char* verb = sched->parsed() ? "schedule" : cost->parsed() ? "cost" : trf->parsed() ? "traffic" : "draw";
   if ((sched->parsed() || cost->parsed() || drw->parsed() || trf->parsed()) && !stale_ranks.empty()) {
     std::cerr << "bine-cc: error: " << verb

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bbs.h"
+#include "token.h"
 
 namespace bine {
 
@@ -44,6 +45,18 @@ int cmd_synth_bbs(const SynthCli& s) {
     std::cerr << "bine-cc: error: " << m << "\n";
     return 1;
   };
+  // --name is checked before any work: an identifier that is not a keyword, or the file
+  // --bine writes would not parse (a bad option value: exit 2).
+  const std::string& nm = s.name;
+  for (size_t i = 0; i < nm.size(); ++i)
+    if (!(std::isalnum((unsigned char)nm[i]) || nm[i] == '_') || (i == 0 && std::isdigit((unsigned char)nm[i]))) {
+      std::cerr << "bine-cc: error: --name '" << nm << "' is not an identifier\n";
+      return 2;
+    }
+  if (!nm.empty() && is_keyword(nm)) {
+    std::cerr << "bine-cc: error: --name '" << nm << "' is a keyword of the language; choose another schedule name\n";
+    return 2;
+  }
   Graph g;
   std::string err;
   if (!build_topology(s.topology, g, err)) return fail(err);
@@ -131,9 +144,6 @@ int cmd_synth_bbs(const SynthCli& s) {
       name = "bbs_";
       for (char c : g.spec) name += std::isalnum((unsigned char)c) ? c : '_';
     }
-    for (size_t i = 0; i < name.size(); ++i)
-      if (!(std::isalnum((unsigned char)name[i]) || name[i] == '_') || (i == 0 && std::isdigit((unsigned char)name[i])))
-        return fail("--name '" + name + "' is not an identifier");
     std::ofstream f(s.bine_out);
     if (!f) return fail("cannot write '" + s.bine_out + "'");
     f << "// BBS broadcast on " << g.spec << " from node " << s.root << " (" << g.n << " nodes, " << g.edges.size()

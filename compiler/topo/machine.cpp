@@ -370,6 +370,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
       return false;
     }
   }
+  const bool implicit_map = map_file.empty();
   if (map_file.empty()) {
     if (s.kind == "hosts") {
       err = bad + "hosts: needs the node map: hosts:FILE,map=FILE";
@@ -381,7 +382,13 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
     map_file = dir + "/../map.txt";
   }
   std::string hosts, map;
-  if (!read_file(hosts_file, hosts, err) || !read_file(map_file, map, err)) return false;
+  if (!read_file(hosts_file, hosts, err)) return false;
+  if (!read_file(map_file, map, err)) {
+    if (implicit_map)  // say where the path came from and how to give another (issue 47)
+      err += " (the node map that " + s.kind + ":" + hosts_file + " implies: DIR/../map.txt of the allocation file "
+             "DIR/JOB.txt, as in shared/data/leonardo; give it with " + s.kind + ":" + hosts_file + ",map=FILE)";
+    return false;
+  }
   if (!rank_map_from_allocation(hosts_file, hosts, map_file, map, ppn, p, out, err, torus)) return false;
   out.spec = spec;
   out.kind = s.kind;
