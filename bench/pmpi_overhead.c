@@ -2,7 +2,8 @@
  * 8 B (one double, MPI_SUM) through the library (this program links libbine_pmpi.so ahead of
  * libmpi, as LD_PRELOAD would put it) against the generated function the library picks,
  * called directly (bcc_bine_allreduce_lat, forced with BINE_PMPI_ALLREDUCE so both sides
- * run the same schedule). Alternating batches of `batch` calls; per batch the mean per call;
+ * run the same schedule; BINE_PMPI_SAME_BRACKETING=0, since that schedule is not proved
+ * same-bracketing and would otherwise not serve a double sum: docs/pmpi.md). Alternating batches of `batch` calls; per batch the mean per call;
  * rank 0 prints the median over batches of each side and the difference, in us.
  * usage: mpirun -np 2 build/bench/bench_pmpi_overhead [batches] [batch] */
 #include <mpi.h>
@@ -18,6 +19,7 @@ static int cmp(const void* a, const void* b) {
 
 int main(int argc, char** argv) {
   setenv("BINE_PMPI_ALLREDUCE", "bcc_bine_allreduce_lat", 1);
+  setenv("BINE_PMPI_SAME_BRACKETING", "0", 1);
   MPI_Init(&argc, &argv);
   const int batches = argc > 1 ? atoi(argv[1]) : 200, batch = argc > 2 ? atoi(argv[2]) : 100;
   int rank, p;

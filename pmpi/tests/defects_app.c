@@ -74,6 +74,17 @@ static void mat_prefix(int lo, int hi, int e, uint32_t* out) {
   }
 }
 
+/* A gather's result in blocks of 2n ints per rank r, element i at 2i (r * scale + i) and the
+ * gap at 2i + 1 untouched (`gap`); `what` names the failure (with the rank). */
+static void expect_strided(const int* buf, int n, int scale, int gap, const char* what) {
+  for (int r = 0; r < g_p; ++r)
+    for (int i = 0; i < n; ++i)
+      if (buf[2 * n * r + 2 * i] != r * scale + i || buf[2 * n * r + 2 * i + 1] != gap) {
+        fail(what, r);
+        return;
+      }
+}
+
 /* ---- freed: handles freed while the operation is in flight ---- */
 static void check_freed(void) {
   enum { N = 1000 };
@@ -143,14 +154,7 @@ static void check_freed(void) {
   MPI_Igather(in, N, MPI_INT, strided_buf, 1, strided_block, 0, MPI_COMM_WORLD, &rq[1]);
   MPI_Type_free(&strided_block);
   MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
-  if (g_rank == 0)
-    for (int r = 0; r < g_p; ++r)
-      for (int i = 0; i < N; ++i)
-        if (strided_buf[2 * N * r + 2 * i] != r * 1000 + i || strided_buf[2 * N * r + 2 * i + 1] != -5) {
-          fail("freed strided type: wrong gather result at rank", r);
-          r = g_p;
-          break;
-        }
+  if (g_rank == 0) expect_strided(strided_buf, N, 1000, -5, "freed strided type: wrong gather result at rank");
   free(strided_buf);
   free(in);
   free(out);
@@ -209,13 +213,7 @@ static void check_typemaps(void) {
     MPI_Type_commit(&mine_strided);
     MPI_Gather(src, 1, mine_strided, wide, 1, vec_block, root, MPI_COMM_WORLD);
     MPI_Type_free(&mine_strided);
-    for (int r = 0; r < g_p; ++r)
-      for (int i = 0; i < N; ++i)
-        if (wide[2 * N * r + 2 * i] != r * 10000 + i || wide[2 * N * r + 2 * i + 1] != -3) {
-          fail("gather with a strided root type: wrong block of rank", r);
-          r = g_p;
-          break;
-        }
+    expect_strided(wide, N, 10000, -3, "gather with a strided root type: wrong block of rank");
   } else {
     MPI_Gather(mine, N, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD);
   }
