@@ -113,8 +113,57 @@ struct TypeShape {
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   bool contiguous = true;
 };
+/// The predefined datatypes a thread has used, with their shapes (issue 48: the datatype
+/// queries were four MPI calls on every call of a generated collective). A predefined
+/// (named) type lives as long as MPI and no derived type can get its handle, so an entry
+/// never goes stale; derived types are never cached (a freed handle may be reused).
+struct NamedTypeCache {
+  static constexpr int kEntries = 8;
+  MPI_Datatype type[kEntries];
+  TypeShape shape[kEntries];
+  int used = 0, next = 0;
+  /// The entry of `t`, or -1.
+  int find(MPI_Datatype t) const {
+    for (int i = 0; i < used; ++i)
+      if (type[i] == t) return i;
+    return -1;
+  }
+  void insert(MPI_Datatype t, const TypeShape& s) {
+    const int i = used < kEntries ? used++ : (next++ % kEntries);
+    type[i] = t;
+    shape[i] = s;
+  }
+  static NamedTypeCache& local() {
+    static thread_local NamedTypeCache c;
+    return c;
+  }
+};
+/// True when `type` is a predefined (named) datatype: MPI_Type_get_envelope's combiner is
+/// MPI_COMBINER_NAMED (MPI 3.1 Sec. 4.1.13). One lookup once the thread has seen it.
+inline bool named_type(MPI_Datatype type) {
+  if (NamedTypeCache::local().find(type) >= 0) return true;
+  int ni = 0, na = 0, nt = 0, combiner = 0;
+  return MPI_Type_get_envelope(type, &ni, &na, &nt, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
+}
 /// The shape of `type`; an MPI error code (MPI_ERR_TYPE for an invalid handle) otherwise.
+/// A predefined type's shape is queried once per thread (NamedTypeCache).
+inline int type_shape_uncached(MPI_Datatype type, TypeShape& s);
 inline int type_shape(MPI_Datatype type, TypeShape& s) {
+  if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  NamedTypeCache& c = NamedTypeCache::local();
+  if (const int i = c.find(type); i >= 0) {
+    s = c.shape[i];
+    return MPI_SUCCESS;
+  }
+  const int rc = type_shape_uncached(type, s);
+  if (rc != MPI_SUCCESS) return rc;
+  int ni = 0, na = 0, nt = 0, combiner = 0;
+  if (MPI_Type_get_envelope(type, &ni, &na, &nt, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED)
+    c.insert(type, s);
+  return MPI_SUCCESS;
+}
+/// type_shape() without the cache: MPI_Type_size, MPI_Type_get_extent, _true_extent.
+inline int type_shape_uncached(MPI_Datatype type, TypeShape& s) {
   int rc;
   if (type == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   if ((rc = MPI_Type_size(type, &s.size)) != MPI_SUCCESS) return rc;
@@ -128,6 +177,7 @@ inline int type_shape(MPI_Datatype type, TypeShape& s) {
 /// is predefined), or MPI_DATATYPE_NULL when the map mixes types or cannot be decoded.
 /// Decoded with MPI_Type_get_envelope / MPI_Type_get_contents (MPI 3.1 Sec. 4.1.13).
 inline MPI_Datatype base_type(MPI_Datatype type) {
+  if (NamedTypeCache::local().find(type) >= 0) return type;  // a predefined type seen before
   int ni = 0, na = 0, nt = 0, combiner = 0;
   if (MPI_Type_get_envelope(type, &ni, &na, &nt, &combiner) != MPI_SUCCESS) return MPI_DATATYPE_NULL;
   if (combiner == MPI_COMBINER_NAMED) return type;
@@ -150,6 +200,19 @@ inline MPI_Datatype base_type(MPI_Datatype type) {
   return mixed ? MPI_DATATYPE_NULL : base;
 }
 
+/// True for the predefined operators of collective reductions (MPI 3.1 Sec. 5.9.2), all
+/// commutative (MPI_REPLACE and MPI_NO_OP, which only RMA accumulates take, are not among
+/// them). On the predefined types they take they are exactly commutative: a op b and b op a
+/// are the same bits (IEEE 754 addition and multiplication, min, max, the bit and logical
+/// operators; MINLOC/MAXLOC break ties by the lower index either way; two NaNs aside, whose
+/// payload may follow one operand, as in Open MPI's own reductions), so the runtime may
+/// apply them with the operands either way round.
+inline bool commutative_builtin_op(MPI_Op op) {
+  for (MPI_Op b : {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND, MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR,
+                   MPI_MINLOC, MPI_MAXLOC})
+    if (op == b) return true;
+  return false;
+}
 /// True for the predefined reduction operators (MPI 3.1 Sec. 5.9.2).
 inline bool builtin_op(MPI_Op op) {
   for (MPI_Op b : {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND, MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR,
@@ -308,7 +371,9 @@ struct RoundPlan {
   std::vector<ElemRange> ranges;
   std::vector<XferPlan> xfers;   ///< posted in this order
   std::vector<LocalPlan> locals; ///< applied after the receives, in program order
-  std::vector<std::vector<int64_t>> perms;  ///< block permutations (block j -> perm[j]), applied last
+  std::vector<std::vector<int64_t>> perms;  ///< block permutations as cycles (permutation_cycles()), applied last
+  std::vector<std::vector<int64_t>> perm_maps;  ///< the same permutations as maps (block j -> map[j]), for fusing
+                                                ///< one with the copy-in or the copy-out
   uint64_t piece = 0;            ///< elements per message piece (segmentation, kMaxChunk)
   /// The round's step for the transport (Transport::begin_step): the rank's count of rounds
   /// before it in the call, empty ones included, which is the instance round the verifier
@@ -319,9 +384,39 @@ struct RoundPlan {
 /// A persistent plan: every round one rank runs in one call of a generated collective,
 /// resolved, plus the `scratch` buffer count. Replaying it is the call without the
 /// schedule body's arithmetic (partners, block sets, folds, mirror).
+/// How a transfer of a replayed round treats the deferred copy-in (DeferredInput).
+enum class InputMode : uint8_t {
+  normal,         ///< as compiled: reads and writes the working buffer
+  from_input,     ///< a send (or a packed send) whose ranges still hold the input: read from it
+  reduce_direct,  ///< a reducing receive of one range still holding the input: lands in the
+                  ///< working buffer, then input op received is reduced into it (no scratch)
+  recv_direct,    ///< a receive buffered only because a send of its round reads its blocks,
+                  ///< all of them sent from the input: lands in the working buffer
+};
+/// The deferred copy-in of a plan (issue 48, "no copy the algorithm does not need"): a call
+/// whose working buffer starts as a copy of the user's input (allreduce, reduce, scan,
+/// exscan: sendbuf into recvbuf or internal memory; alltoall, reduce_scatter: sendbuf into
+/// internal memory) does not copy it up front. Each element range is copied from the input
+/// only before the first round that needs it in the working buffer (a local statement, a
+/// permutation, a reduction that cannot land directly, a send of ranges partly copied) or at
+/// the end if nothing overwrote it; until then sends read it from the input, and a reducing
+/// receive lands in the working buffer and has the input reduced into it (right operand
+/// received, or a predefined operator: commutative_builtin_op()). A range that a receive
+/// overwrites first is never copied. Computed once per plan (plan_deferred_input()).
+struct DeferredInput {
+  bool usable = false;
+  std::vector<InputMode> mode;   ///< per transfer of rounds [0, first.size()), in order
+  std::vector<uint32_t> first;   ///< round k's transfers start at mode[first[k]]
+  std::vector<std::pair<uint32_t, ElemRange>> copies;  ///< (k, range): copied before round k (k = rounds: at the end)
+  /// A round that permutes before anything else reads the input (no transfers or local
+  /// statements, the whole input still pending): its first permutation is the copy-in
+  /// itself, block j of the input straight to block map[j] (UINT32_MAX: none).
+  uint32_t permuted_copy = UINT32_MAX;
+};
 struct Plan {
   std::vector<RoundPlan> rounds;
   int64_t scratch = 0;
+  DeferredInput input;  ///< replaying with the copy-in deferred (calls whose input is not in place)
 };
 /// Everything a plan depends on: the schedule body sees p, r, root, `commutative` and the
 /// block geometry, and the runtime the element size, the working buffer's length and the
@@ -332,13 +427,14 @@ struct PlanKey {
   int64_t size, rank, root;
   uint64_t count, elem_bytes, block_elems;
   bool commutative;
+  bool exact_op;        ///< a predefined operator (commutative_builtin_op()): operands may swap
   int64_t segment_env;  ///< BINE_SEGMENT_BYTES, -1 when unset
   bool packed;          ///< the working buffer holds a non-contiguous datatype packed
   uint64_t regions;     ///< the region layout's fingerprint (bind_regions), 0 when the body reads none
   friend bool operator==(const PlanKey& a, const PlanKey& b) {
     return a.packed == b.packed && a.regions == b.regions && a.kind == b.kind && a.size == b.size && a.rank == b.rank && a.root == b.root &&
            a.count == b.count && a.elem_bytes == b.elem_bytes && a.block_elems == b.block_elems &&
-           a.commutative == b.commutative && a.segment_env == b.segment_env;
+           a.commutative == b.commutative && a.exact_op == b.exact_op && a.segment_env == b.segment_env;
   }
 };
 /// The plans of one generated function on one thread (a function-local thread_local):
@@ -513,9 +609,9 @@ class BasicContext {
     } else if (no_output) {
       // The rounds read and write the vector; rank 0's copy of its input is internal.
       if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
-      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
-    } else if (count_ > 0 && src != recvbuf && !dry_) {
-      std::memcpy(recvbuf, src, count_ * elem_bytes_);
+      defer_input(src);
+    } else {
+      defer_input(src);
     }
     announce();
     return MPI_SUCCESS;
@@ -547,7 +643,7 @@ class BasicContext {
       if (at_root) set_unpack(recvbuf, 0, count_, user_type_, shape_);
     } else {
       if (!at_root && count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
-      if (count_ > 0 && src != buf_ && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
+      defer_input(src);
     }
     announce();
     return MPI_SUCCESS;
@@ -920,9 +1016,14 @@ class BasicContext {
         return rc;
     }
     if ((rc = working_blocks(nullptr)) != MPI_SUCCESS) return rc;
-    rc = sendbuf != MPI_IN_PLACE ? vector_in(sendbuf, sendcount * p, sendtype, ss)
-                                 : vector_in(recvbuf, recvcount * p, recvtype, rs);
-    if (rc != MPI_SUCCESS) return rc;
+    const TypeShape& in_shape = sendbuf != MPI_IN_PLACE ? ss : rs;
+    if (in_shape.contiguous) {  // the copy into the internal buffer deferred (DeferredInput)
+      defer_input(sendbuf != MPI_IN_PLACE ? sendbuf : recvbuf);
+    } else {
+      rc = sendbuf != MPI_IN_PLACE ? vector_in(sendbuf, sendcount * p, sendtype, ss)
+                                   : vector_in(recvbuf, recvcount * p, recvtype, rs);
+      if (rc != MPI_SUCCESS) return rc;
+    }
     if (rs.contiguous)
       out_all_ = recvbuf;
     else
@@ -963,7 +1064,7 @@ class BasicContext {
       set_unpack(recvbuf, at * elem_bytes_, mine, user_type_, shape_);
     } else {
       if (count_ > 0 && !(buf_ = own(count_ * elem_bytes_))) return no_memory(count_ * elem_bytes_);
-      if (count_ > 0 && !dry_) std::memcpy(buf_, src, count_ * elem_bytes_);
+      defer_input(src);
       out_ = recvbuf;
     }
     announce();
@@ -1049,6 +1150,7 @@ class BasicContext {
     const int rc = copy_out();
     if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
       plan_rec_->scratch = scratch_buffers_;
+      plan_deferred_input(*plan_rec_);
       plans_->insert(key_, std::move(plan_rec_));
     }
     return rc;
@@ -1061,13 +1163,15 @@ class BasicContext {
   /// call is not finished().
   int plan(PlanCache& function_cache) {
     if (no_plans_ && !own_plans_) {  // a plain irregular call: the body builds and runs the rounds every call
+      take_input();
       pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);
       return MPI_SUCCESS;
     }
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
-    const PlanKey k{int(kind_),  size_,        rank_,         root_,         count_,
-                    elem_bytes_, block_elems_, commutative(), segment_env(), packed_, region_key_};
+    const PlanKey k{int(kind_),  size_,        rank_,          root_,         count_,   elem_bytes_,
+                    block_elems_, commutative(), swap_operands_, segment_env(), packed_, region_key_};
     if (async_) {  // a nonblocking start: the plan (built by a dry run just before) runs in progress()
+      take_input();
       async_plan_ = cache.find_shared(k);
       if (!async_plan_) return fail(MPI_ERR_INTERN, "internal error: a nonblocking start without a plan");
       replayed_ = true;
@@ -1077,11 +1181,14 @@ class BasicContext {
       replayed_ = true;
       if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
       int rc = MPI_SUCCESS;
+      if (lazy_src_ && pl->input.usable) return replay_deferred(*pl);
+      take_input();
       if (pl->scratch > 0 && (rc = set_scratch(pl->scratch)) != MPI_SUCCESS) return rc;
-      for (const RoundPlan& rp : pl->rounds)
-        if ((rc = run_round(rp)) != MPI_SUCCESS) return rc;
+      for (size_t k = 0; k < pl->rounds.size(); ++k)
+        if ((rc = run_round(pl->rounds[k], k + 1 == pl->rounds.size())) != MPI_SUCCESS) return rc;
       return MPI_SUCCESS;
     }
+    take_input();  // the schedule body runs on the working buffer
     pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
     key_ = k;
     plans_ = &cache;
@@ -1176,8 +1283,14 @@ class BasicContext {
   /// into a non-contiguous user buffer (set_unpack()); the first pending domain error.
   int copy_out() {
     if (dry_) return fail_domain();
+    take_input();  // p = 1, count 0 or a plan without rounds: the input is the result
     if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
-    if (out_all_ && count_ > 0) std::memcpy(out_all_, buf_, count_ * elem_bytes_);
+    if (out_all_ && count_ > 0) {
+      if (out_perm_)  // the last round's permutation, fused (run_round())
+        permute_copy(*out_perm_, static_cast<const char*>(buf_), static_cast<char*>(out_all_));
+      else
+        std::memcpy(out_all_, buf_, count_ * elem_bytes_);
+    }
     if (vout_)  // irregular: block b from its place in rank order to displs[b]
       for (int64_t b = 0; b < size_; ++b) {
         const size_t n = vcounts_[b];
@@ -1390,8 +1503,9 @@ class BasicContext {
   struct Pending {
     const RoundPlan* round;
     const XferPlan* x;
-    size_t scratch;
+    size_t scratch;  ///< its index in scratch_, kDirect: received in place (InputMode::reduce_direct)
   };
+  static constexpr size_t kDirect = SIZE_MAX;
   /// One posted request: a piece [first, first + count) of the message of pending_[pending]
   /// (pending < 0: a send or a receive straight into the buffer).
   struct Piece {
@@ -1459,6 +1573,16 @@ class BasicContext {
   /// Applies elements [first, first + count) of a buffered receive (its message, laid out
   /// over pd.ranges in order): copied, or reduced with the lower rank's data on the left.
   int apply_pending(const Pending& pd, uint64_t first, uint64_t count) {
+    if (pd.scratch == kDirect) {  // InputMode::reduce_direct: one range, received in place
+      const uint64_t off = pd.round->ranges[pd.x->first].first + first;
+      for (uint64_t d = 0; d < count; d += kMaxChunk) {
+        const uint64_t c = count - d < kMaxChunk ? count - d : kMaxChunk;
+        const int rc = reduce_elements(lazy_src_ + (off + d) * elem_bytes_,
+                                       static_cast<char*>(buf_) + (off + d) * elem_bytes_, c);
+        if (rc != MPI_SUCCESS) return rc;
+      }
+      return MPI_SUCCESS;
+    }
     char* tmp = scratch_[pd.scratch];
     uint64_t at = 0;  // message offset of the current range
     const ElemRange* rg = pd.round->ranges.data() + pd.x->first;
@@ -1478,7 +1602,9 @@ class BasicContext {
             char* dd = dst + d * elem_bytes_;
             char* t = src + d * elem_bytes_;
             int rc;
-            if (received_is_left_operand(pd.x->peer, rank_)) {
+            // A predefined operator is exactly commutative (commutative_builtin_op()): the
+            // received operand may go left, which saves copying the result back.
+            if (swap_operands_ || received_is_left_operand(pd.x->peer, rank_)) {
               rc = reduce_elements(t, dd, c);
             } else {
               rc = reduce_elements(dd, t, c);
@@ -1775,6 +1901,141 @@ class BasicContext {
     const int rc = pack_elements(src, count, type, s, to, comm_);
     return rc == MPI_ERR_TYPE ? fail(rc, "MPI_Pack's representation is not the native one") : rc;
   }
+  /// The working buffer starts as the count_ contiguous elements at `src`: copied now, or,
+  /// where the transport can send from any memory (Transport::kSendsAnywhere) and a plan
+  /// may be replayed, later and only where needed (DeferredInput; take_input()).
+  void defer_input(const void* src) {
+    if (count_ == 0 || dry_ || src == buf_) return;
+    if (Transport::kSendsAnywhere && !packed_) {
+      lazy_src_ = static_cast<const char*>(src);
+      return;
+    }
+    std::memcpy(buf_, src, count_ * elem_bytes_);
+  }
+  /// The deferred copy-in done whole, where a call does not replay a plan that defers it.
+  void take_input() {
+    if (!lazy_src_) return;
+    std::memcpy(buf_, lazy_src_, count_ * elem_bytes_);
+    lazy_src_ = nullptr;
+  }
+  /// Elements [r.first, r.first + r.second) of the deferred input into the working buffer.
+  void input_range(const ElemRange& r) {
+    std::memcpy(static_cast<char*>(buf_) + r.first * elem_bytes_, lazy_src_ + r.first * elem_bytes_,
+                r.second * elem_bytes_);
+  }
+  /// Replays `pl` with the copy-in deferred (DeferredInput): each round's copies, then the
+  /// round with its transfers' input modes; the copies left at the end.
+  int replay_deferred(const Plan& pl) {
+    const DeferredInput& in = pl.input;
+    size_t c = 0;
+    int rc = MPI_SUCCESS;
+    for (size_t k = 0; k < pl.rounds.size() && rc == MPI_SUCCESS; ++k) {
+      for (; c < in.copies.size() && in.copies[c].first == k; ++c) input_range(in.copies[c].second);
+      modes_ = k < in.first.size() ? in.mode.data() + in.first[k] : nullptr;
+      if (k == in.permuted_copy) {
+        permute_copy(pl.rounds[k].perm_maps[0], lazy_src_, static_cast<char*>(buf_));
+        skip_perms_ = 1;
+      }
+      rc = run_round(pl.rounds[k], k + 1 == pl.rounds.size());
+      skip_perms_ = 0;
+    }
+    modes_ = nullptr;
+    if (rc == MPI_SUCCESS)
+      for (; c < in.copies.size(); ++c) input_range(in.copies[c].second);
+    lazy_src_ = nullptr;
+    return rc;
+  }
+  /// Computes pl.input (DeferredInput) from the plan's rounds, once, when the plan is
+  /// stored: follows the element ranges that still hold only the input through the rounds
+  /// until none is left. Not for plans with scratch buffers, irregular or alltoallv layouts,
+  /// packed types, or transports that cannot send from the user's memory.
+  void plan_deferred_input(Plan& pl) const {
+    DeferredInput& in = pl.input;
+    if (!Transport::kSendsAnywhere || pl.scratch > 0 || packed_ || direct_v_ || !voff_.empty() || count_ == 0) return;
+    std::vector<ElemRange> pending{{0, count_}};  // sorted, disjoint: still only in the input
+    auto inside = [&](const ElemRange& r) {       // r wholly pending
+      for (const ElemRange& q : pending)
+        if (q.first <= r.first && r.first + r.second <= q.first + q.second) return true;
+      return false;
+    };
+    auto take = [&](uint32_t k, const ElemRange& r, bool copy) {  // r leaves pending (copied before round k)
+      std::vector<ElemRange> next;
+      for (const ElemRange& q : pending) {
+        const uint64_t lo = std::max(q.first, r.first), hi = std::min(q.first + q.second, r.first + r.second);
+        if (lo >= hi) {
+          next.push_back(q);
+          continue;
+        }
+        if (copy) in.copies.push_back({k, {lo, hi - lo}});
+        if (q.first < lo) next.push_back({q.first, lo - q.first});
+        if (hi < q.first + q.second) next.push_back({hi, q.first + q.second - hi});
+      }
+      pending.swap(next);
+    };
+    auto overlaps = [](const ElemRange& a, const ElemRange& b) {
+      return a.first < b.first + b.second && b.first < a.first + a.second;
+    };
+    uint32_t k = 0;
+    for (; k < pl.rounds.size() && !pending.empty(); ++k) {
+      const RoundPlan& rp = pl.rounds[k];
+      in.first.push_back(uint32_t(in.mode.size()));
+      const size_t m0 = in.mode.size();
+      in.mode.resize(m0 + rp.xfers.size(), InputMode::normal);
+      if (!rp.perms.empty()) {  // a permutation reads every block
+        if (rp.xfers.empty() && rp.locals.empty() && pending.size() == 1 && pending[0].second == count_) {
+          in.permuted_copy = k;  // the copy-in is the permutation
+          pending.clear();
+          break;
+        }
+        for (const ElemRange& q : std::vector<ElemRange>(pending)) take(k, q, true);
+        break;
+      }
+      for (const LocalPlan& l : rp.locals) {
+        for (uint32_t i = 0; i < l.nfrom; ++i) take(k, rp.ranges[l.from + i], true);
+        for (uint32_t i = 0; i < l.nto; ++i) take(k, rp.ranges[l.to + i], true);
+      }
+      for (size_t i = 0; i < rp.xfers.size(); ++i) {  // sends: from the input when wholly in it
+        const XferPlan& x = rp.xfers[i];
+        if (x.recv) continue;
+        bool all = x.n > 0;
+        for (uint32_t j = 0; j < x.n; ++j) all &= inside(rp.ranges[x.first + j]);
+        if (all) {
+          in.mode[m0 + i] = InputMode::from_input;
+        } else {
+          for (uint32_t j = 0; j < x.n; ++j) take(k, rp.ranges[x.first + j], true);
+        }
+      }
+      for (size_t i = 0; i < rp.xfers.size(); ++i) {  // receives
+        const XferPlan& x = rp.xfers[i];
+        if (!x.recv) continue;
+        bool alone = x.n == 1;  // no other receive of the round touches its range
+        for (size_t j = 0; j < rp.xfers.size() && alone; ++j) {
+          const XferPlan& y = rp.xfers[j];
+          if (j == i || y.n == 0) continue;
+          for (uint32_t a = 0; a < y.n && alone; ++a) {
+            const bool hit = overlaps(rp.ranges[x.first], rp.ranges[y.first + a]);
+            if (hit && (y.recv || in.mode[m0 + j] != InputMode::from_input)) alone = false;
+          }
+        }
+        if (x.reduce) {
+          const bool order = swap_operands_ || !received_is_left_operand(x.peer, rank_);
+          if (alone && order && inside(rp.ranges[x.first])) {
+            in.mode[m0 + i] = InputMode::reduce_direct;
+            take(k, rp.ranges[x.first], false);
+          } else {
+            for (uint32_t j = 0; j < x.n; ++j) take(k, rp.ranges[x.first + j], true);
+          }
+        } else {
+          if (x.buffered && alone) in.mode[m0 + i] = InputMode::recv_direct;
+          for (uint32_t j = 0; j < x.n; ++j) take(k, rp.ranges[x.first + j], false);  // overwritten
+        }
+      }
+    }
+    for (const ElemRange& q : std::vector<ElemRange>(pending)) take(uint32_t(pl.rounds.size()), q, true);
+    std::stable_sort(in.copies.begin(), in.copies.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    in.usable = true;
+  }
   /// The internal working buffer (from the thread's BufferPool, not zero-filled: the
   /// schedule writes every block it reads, as the verifier checks); null when out of memory.
   char* own(uint64_t bytes) {
@@ -1809,8 +2070,12 @@ class BasicContext {
   /// the verifier proved that the schedule applies to it and reduces in rank order.
   int check_op(PRanges order_p) {
     int commutative = 1;
-    const int rc = MPI_Op_commutative(op_, &commutative);
-    if (rc != MPI_SUCCESS) return rc;
+    // The predefined operators are commutative (no MPI call); a user's says so itself.
+    swap_operands_ = commutative_builtin_op(op_);
+    if (!swap_operands_) {
+      const int rc = MPI_Op_commutative(op_, &commutative);
+      if (rc != MPI_SUCCESS) return rc;
+    }
     commutative_ = commutative != 0;
     bool order_proved = false;
     for (const PRange& pr : order_p) order_proved |= size_ >= pr.lo && size_ <= pr.hi;
@@ -1909,7 +2174,11 @@ class BasicContext {
           if (block_begin(count_, B, j + 1) - block_begin(count_, B, j) !=
               block_begin(count_, B, uint64_t(op.to[j]) + 1) - block_begin(count_, B, uint64_t(op.to[j])))
             return fail(MPI_ERR_OTHER, "out of domain: permute moves a block into a block of another size");
-        rp.perms.push_back(op.to);
+        std::vector<int64_t> cycles = permutation_cycles(op.to);
+        if (!cycles.empty()) {  // the identity moves nothing
+          rp.perms.push_back(std::move(cycles));
+          rp.perm_maps.push_back(op.to);
+        }
         continue;
       }
       if (op.kind == Kind::local) {
@@ -1948,7 +2217,15 @@ class BasicContext {
   /// Runs a compiled round: packs and posts its transfers in order, waits (reducing early
   /// pieces as they arrive), applies the buffered receives, then the local reductions and
   /// copies, then the permutations.
-  int run_round(const RoundPlan& rp) {
+  /// `last`: the call's last round, replayed: a permutation that ends it fuses with the
+  /// copy-out to the user's buffer (alltoall: out_all_), block j straight to block map[j].
+  int run_round(const RoundPlan& rp, bool last = false) {
+    if (last && out_all_ && rp.xfers.empty() && rp.locals.empty() && rp.perms.size() > size_t(skip_perms_)) {
+      out_perm_ = &rp.perm_maps.back();
+      for (size_t i = size_t(skip_perms_); i + 1 < rp.perms.size(); ++i)
+        if (const int rc = apply_permutation(rp.perms[i]); rc != MPI_SUCCESS) return rc;
+      return MPI_SUCCESS;
+    }
     // A round of one message, or of one send and one receive, each in one piece: a single
     // blocking call (MPI_Send / MPI_Recv / MPI_Sendrecv) instead of posting and waiting.
     // Not while nonblocking calls are in flight: the wait must advance them (complete_round()).
@@ -1982,15 +2259,21 @@ class BasicContext {
     char* const buf = static_cast<char*>(buf_);
     for (const XferPlan& x : rp.xfers) {
       const ElemRange* rg = rp.ranges.data() + x.first;
-      char* base = x.n > 0 ? buf + rg[0].first * elem_bytes_ : buf;  // x.n == 0: a barrier's empty message
+      // The deferred copy-in (DeferredInput): a send of ranges still only in the input reads them there.
+      const InputMode mode = modes_ ? modes_[&x - rp.xfers.data()] : InputMode::normal;
+      char* const from = mode == InputMode::from_input ? const_cast<char*>(lazy_src_) : buf;
+      char* base = x.n > 0 ? from + rg[0].first * elem_bytes_ : buf;  // x.n == 0: a barrier's empty message
       int64_t pending = -1;
-      if (x.buffered) {
+      if (mode == InputMode::reduce_direct) {  // lands in place; the input is reduced into it after
+        pending_.push_back({&rp, &x, kDirect});
+        pending = int64_t(pending_.size()) - 1;
+      } else if (x.buffered && mode != InputMode::recv_direct) {
         char* m = scratch(x.total * elem_bytes_);
         if (!m) return no_memory(x.total * elem_bytes_);
         if (!x.recv) {
           char* w = m;
           for (uint32_t k = 0; k < x.n; ++k) {
-            std::memcpy(w, buf + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
+            std::memcpy(w, from + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
             w += rg[k].second * elem_bytes_;
           }
         } else {
@@ -2045,8 +2328,8 @@ class BasicContext {
     }
     for (const LocalPlan& l : rp.locals)
       if ((rc = apply_local(rp, l)) != MPI_SUCCESS) return rc;
-    for (const std::vector<int64_t>& perm : rp.perms)
-      if ((rc = apply_permutation(perm)) != MPI_SUCCESS) return rc;
+    for (size_t i = size_t(skip_perms_); i < rp.perms.size(); ++i)  // skip_perms_: fused with the copy-in
+      if ((rc = apply_permutation(rp.perms[i])) != MPI_SUCCESS) return rc;
     pending_.clear();
     release_scratch();
     return MPI_SUCCESS;
@@ -2074,19 +2357,63 @@ class BasicContext {
     }
     return MPI_SUCCESS;
   }
-  /// Moves block j of the working buffer to block perm[j] (block sizes checked by
-  /// compile_round()), through a copy of the buffer.
-  int apply_permutation(const std::vector<int64_t>& perm) {
-    const uint64_t B = uint64_t(geometry_blocks());
-    char* copy = pool().acquire(count_ * elem_bytes_);
-    if (!copy) return no_memory(count_ * elem_bytes_);
-    if (count_ > 0) std::memcpy(copy, buf_, count_ * elem_bytes_);
-    for (size_t j = 0; j < perm.size(); ++j) {
-      const uint64_t from = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - from;
-      const uint64_t to = block_begin(count_, B, uint64_t(perm[j]));
-      std::memcpy(static_cast<char*>(buf_) + to * elem_bytes_, copy + from * elem_bytes_, len * elem_bytes_);
+  /// The cycles of the block permutation `to` (block j -> to[j]) that move something, for
+  /// apply_permutation(): each as its length k then blocks c_0 .. c_{k-1}, where c_{i+1} is
+  /// the block whose data goes to c_i (c_0's data goes to c_{k-1}). Fixed blocks are left
+  /// out; empty for the identity. Computed once per round plan.
+  static std::vector<int64_t> permutation_cycles(const std::vector<int64_t>& to) {
+    const size_t n = to.size();
+    std::vector<int64_t> from(n, -1), out;
+    for (size_t j = 0; j < n; ++j) from[size_t(to[j])] = int64_t(j);
+    std::vector<bool> seen(n, false);
+    for (size_t j = 0; j < n; ++j) {
+      if (seen[j] || from[j] == int64_t(j)) continue;
+      const size_t at = out.size();
+      out.push_back(0);
+      for (size_t c = j; !seen[c]; c = size_t(from[c])) {
+        seen[c] = true;
+        out.push_back(int64_t(c));
+      }
+      out[at] = int64_t(out.size() - at - 1);
     }
-    pool().release(copy);
+    return out;
+  }
+  /// Block j of `from` to block map[j] of `to` (two buffers of the working buffer's layout):
+  /// a permutation fused with a copy (DeferredInput::permuted_copy, the alltoall copy-out).
+  void permute_copy(const std::vector<int64_t>& map, const char* from, char* to) const {
+    const uint64_t B = uint64_t(geometry_blocks());
+    for (size_t j = 0; j < map.size(); ++j) {
+      const uint64_t at = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - at;
+      if (len > 0)
+        std::memcpy(to + block_begin(count_, B, uint64_t(map[j])) * elem_bytes_, from + at * elem_bytes_,
+                    len * elem_bytes_);
+    }
+  }
+  /// Applies a block permutation in place, cycle by cycle (permutation_cycles()): each block
+  /// that changes place is copied once, plus one block per cycle through a block-sized
+  /// temporary (block sizes along a cycle are equal: compile_round() checks them).
+  int apply_permutation(const std::vector<int64_t>& cycles) {
+    const uint64_t B = uint64_t(geometry_blocks());
+    char* const base = static_cast<char*>(buf_);
+    auto at = [&](int64_t b) { return base + block_begin(count_, B, uint64_t(b)) * elem_bytes_; };
+    uint64_t widest = 0;
+    for (size_t i = 0; i < cycles.size(); i += size_t(cycles[i]) + 1) {
+      const uint64_t b = uint64_t(cycles[i + 1]);
+      const uint64_t len = (block_begin(count_, B, b + 1) - block_begin(count_, B, b)) * elem_bytes_;
+      if (len > widest) widest = len;
+    }
+    if (widest == 0) return MPI_SUCCESS;
+    char* tmp = pool().acquire(widest);
+    if (!tmp) return no_memory(widest);
+    for (size_t i = 0; i < cycles.size(); i += size_t(cycles[i]) + 1) {
+      const int64_t k = cycles[i];
+      const int64_t* c = cycles.data() + i + 1;
+      const uint64_t len = (block_begin(count_, B, uint64_t(c[0]) + 1) - block_begin(count_, B, uint64_t(c[0]))) * elem_bytes_;
+      std::memcpy(tmp, at(c[0]), len);
+      for (int64_t m = 0; m + 1 < k; ++m) std::memcpy(at(c[m]), at(c[m + 1]), len);
+      std::memcpy(at(c[k - 1]), tmp, len);
+    }
+    pool().release(tmp);
     return MPI_SUCCESS;
   }
   void release_pending() {
@@ -2141,6 +2468,11 @@ class BasicContext {
   bool via_transport_ = true;  ///< reductions through transport_.reduce_local
   MPI_Op op_ = MPI_OP_NULL;
   bool commutative_ = true;      ///< the operator's, from check_op()
+  bool swap_operands_ = false;   ///< a predefined operator: exactly commutative (commutative_builtin_op())
+  const char* lazy_src_ = nullptr;        ///< the deferred copy-in's source (defer_input()), null once taken
+  const InputMode* modes_ = nullptr;      ///< replay_deferred(): the running round's transfers' input modes
+  int skip_perms_ = 0;                    ///< the running round's permutations fused with the copy-in
+  const std::vector<int64_t>* out_perm_ = nullptr;  ///< the last permutation, fused with the copy-out
   MPI_Comm comm_ = MPI_COMM_NULL;
   int64_t size_ = 1, rank_ = 0, root_ = 0;
   bool blocks_set_ = false;

@@ -21,6 +21,10 @@
 //                                           transport without tags serializes instead
 //   static constexpr bool kConcurrent       whether calls in flight at once on one
 //                                           communicator are kept apart (by tag)
+//   static constexpr bool kSendsAnywhere    whether a send may read memory outside the
+//                                           working buffer (the user's input, whose copy-in
+//                                           the runtime then defers: DeferredInput); false
+//                                           where sends need registered memory (uTofu)
 //   void begin_step(uint32_t step)          the round whose transfers are posted next: the
 //                                           rank's count of rounds before it in the call
 //                                           (the instance round the verifier matched them
@@ -84,6 +88,7 @@ class MpiTransport {
  public:
   using Request = MPI_Request;
   static constexpr bool kConcurrent = true;
+  static constexpr bool kSendsAnywhere = true;  ///< MPI sends from any memory
   static Request null_request() { return MPI_REQUEST_NULL; }
   void set_tag(int tag) { tag_ = tag; }
   void begin_step(uint32_t) {}  ///< MPI matches by (peer, tag, posting order): no step needed

@@ -283,6 +283,8 @@ class UtofuTransport {
   /// One stream of pieces per (source, destination): two calls in flight at once would
   /// interleave in it, so nonblocking forms complete at their start (mpi_runtime.hpp).
   static constexpr bool kConcurrent = false;
+  /// Puts read registered memory only (the working buffer, staging): no deferred copy-in.
+  static constexpr bool kSendsAnywhere = false;
   static Request null_request() { return -1; }
   void set_tag(int) {}
   /// The round whose transfers follow: the rank's round count in the call, or UINT32_MAX
