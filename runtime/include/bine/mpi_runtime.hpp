@@ -213,6 +213,22 @@ inline bool commutative_builtin_op(MPI_Op op) {
     if (op == b) return true;
   return false;
 }
+/// The predefined operators a thread has used: 2 when exactly commutative
+/// (commutative_builtin_op()), 1 for the other predefined ones, 0 for a user's operator (never
+/// cached: its handle may be freed and reused). One comparison per operator seen.
+inline bool builtin_op(MPI_Op op);
+inline int op_class(MPI_Op op) {
+  static thread_local MPI_Op seen[4];
+  static thread_local int cls[4], used = 0;
+  for (int i = 0; i < used; ++i)
+    if (seen[i] == op) return cls[i];
+  const int c = commutative_builtin_op(op) ? 2 : builtin_op(op) ? 1 : 0;
+  if (c > 0 && used < 4) {
+    seen[used] = op;
+    cls[used++] = c;
+  }
+  return c;
+}
 /// True for the predefined reduction operators (MPI 3.1 Sec. 5.9.2).
 inline bool builtin_op(MPI_Op op) {
   for (MPI_Op b : {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND, MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR,
@@ -520,14 +536,25 @@ class BasicContext {
  public:
   /// `name`: the generated function's name, the first word of every error text (static
   /// storage, e.g. a string literal).
-  explicit BasicContext(const char* name = "bine") : name_(name) {
-    Workspace& w = workspace();  // the vectors of the previous call, capacity kept
-    requests_.swap(w.requests);
-    pieces_.swap(w.pieces);
-    pending_.swap(w.pending);
-    scratch_.swap(w.scratch);
-    done_.swap(w.done);
-  }
+  explicit BasicContext(const char* name = "bine")
+      : name_(name),
+        ws_(take_workspace()),
+        requests_(ws_->requests),
+        scratch_(ws_->scratch),
+        done_(ws_->done),
+        pending_(ws_->pending),
+        pieces_(ws_->pieces) {}
+  /// A context of its own vectors, never the thread's: a nonblocking call's, which may end
+  /// on another thread than the one that started it.
+  struct OwnWorkspace {};
+  BasicContext(const char* name, OwnWorkspace)
+      : name_(name),
+        ws_(new_workspace()),
+        requests_(ws_->requests),
+        scratch_(ws_->scratch),
+        done_(ws_->done),
+        pending_(ws_->pending),
+        pieces_(ws_->pieces) {}
   BasicContext(const BasicContext&) = delete;
   BasicContext& operator=(const BasicContext&) = delete;
   ~BasicContext() {
@@ -536,14 +563,12 @@ class BasicContext {
     release_scratch();
     pool().release(own_);
     pool().release(ext_);
-    Workspace& w = workspace();  // hand the (cleared) vectors to the next call
-    pending_.clear();
+    pending_.clear();  // hand the (cleared) vectors to the next call, capacity kept
     done_.clear();
-    requests_.swap(w.requests);
-    pieces_.swap(w.pieces);
-    pending_.swap(w.pending);
-    scratch_.swap(w.scratch);
-    done_.swap(w.done);
+    if (ws_->heap)
+      delete ws_;
+    else
+      ws_->busy = false;
   }
 
   /// Starts an allreduce: sendbuf (count elements, or MPI_IN_PLACE) is copied into
@@ -1520,10 +1545,23 @@ class BasicContext {
     std::vector<Pending> pending;
     std::vector<char*> scratch;
     std::vector<int> done;
+    bool busy = false;  ///< the thread's own: a context holds it
+    bool heap = false;  ///< made for a context that found the thread's busy (a call in flight)
   };
-  static Workspace& workspace() {
+  /// The thread's workspace (one pointer, no vector moved: issue 48's per-call work), or, when
+  /// a context holds it already (a nonblocking call in flight), a new one freed with its context.
+  static Workspace* take_workspace() {
     static thread_local Workspace w;
-    return w;
+    if (!w.busy) {
+      w.busy = true;
+      return &w;
+    }
+    return new_workspace();
+  }
+  static Workspace* new_workspace() {
+    Workspace* n = new Workspace;
+    n->heap = true;
+    return n;
   }
 
   /// Waits for the round's requests. Pieces of receives marked early are reduced as they
@@ -2071,7 +2109,8 @@ class BasicContext {
   int check_op(PRanges order_p) {
     int commutative = 1;
     // The predefined operators are commutative (no MPI call); a user's says so itself.
-    swap_operands_ = commutative_builtin_op(op_);
+    const int cls = op_class(op_);
+    swap_operands_ = cls == 2;
     if (!swap_operands_) {
       const int rc = MPI_Op_commutative(op_, &commutative);
       if (rc != MPI_SUCCESS) return rc;
@@ -2089,7 +2128,7 @@ class BasicContext {
     red_type_ = user_type_;
     red_k_ = 1;
     red_shape_ = shape_;
-    if (builtin_op(op_) && count_ > 0) {
+    if (cls > 0 && count_ > 0) {
       const MPI_Datatype b = base_type(user_type_);  // one MPI_Type_get_envelope for a predefined type
       if (b == MPI_DATATYPE_NULL) return arg_error(MPI_ERR_OP, kOpType);
       int bsize = 0;
@@ -2495,11 +2534,12 @@ class BasicContext {
   void* out_all_ = nullptr;   ///< receives the whole working buffer at the end (alltoall)
   int rc_rank_ = 0;
   Transport transport_;
-  std::vector<typename Transport::Request> requests_;
-  std::vector<char*> scratch_;   ///< this round's scratch memory (BufferPool), released at its end
-  std::vector<int> done_;        ///< indices of completed requests (complete_round)
-  std::vector<Pending> pending_;
-  std::vector<Piece> pieces_;    ///< what each request of requests_ carries
+  Workspace* ws_;                ///< the per-call vectors below, kept per thread between calls
+  std::vector<typename Transport::Request>& requests_;
+  std::vector<char*>& scratch_;  ///< this round's scratch memory (BufferPool), released at its end
+  std::vector<int>& done_;       ///< indices of completed requests (complete_round)
+  std::vector<Pending>& pending_;
+  std::vector<Piece>& pieces_;   ///< what each request of requests_ carries
   int64_t segment_ = 0;          ///< `segment` size in bytes (0: none)
   std::unique_ptr<Plan> plan_rec_;  ///< this call's rounds, when plan() found none to replay
   PlanCache* plans_ = nullptr;       ///< where finish() stores plan_rec_
@@ -2570,7 +2610,7 @@ inline int nb_tag(MPI_Comm comm, int* tag) {
 /// round in flight) and, once done, its result. Made by a generated <name>_i function,
 /// advanced by nb_progress_all(), ended by nb_wait() / nb_test().
 struct NbCall {
-  explicit NbCall(const char* fn) : cx(fn), name(fn) {}
+  explicit NbCall(const char* fn) : cx(fn, Context::OwnWorkspace{}), name(fn) {}
   Context cx;
   int rc = MPI_SUCCESS;
   bool done = false;
