@@ -113,6 +113,26 @@ struct TypeShape {
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   bool contiguous = true;
 };
+/// Bytes the calling thread's generated collectives copied locally (working buffer, scratch,
+/// the user's buffers: everything but messages and reductions), counted only in a build with
+/// BINE_COUNT_COPIES defined (bench/copy_passes.cpp: full-buffer passes per schedule).
+inline uint64_t& copied_bytes() {
+  static thread_local uint64_t n = 0;
+  return n;
+}
+/// memcpy / memmove of the runtime's local copies (copied_bytes()).
+inline void local_copy(void* to, const void* from, size_t n) {
+#ifdef BINE_COUNT_COPIES
+  copied_bytes() += n;
+#endif
+  std::memcpy(to, from, n);
+}
+inline void local_move(void* to, const void* from, size_t n) {
+#ifdef BINE_COUNT_COPIES
+  copied_bytes() += n;
+#endif
+  std::memmove(to, from, n);
+}
 /// The predefined datatypes a thread has used, with their shapes (issue 48: the datatype
 /// queries were four MPI calls on every call of a generated collective). A predefined
 /// (named) type lives as long as MPI and no derived type can get its handle, so an entry
@@ -1018,7 +1038,7 @@ class BasicContext {
     }
     if (unpack) set_irregular_out(recvbuf, recvcounts, rdispls, recvtype, rs);
     const size_t me = size_t(rank_);
-    if (!dry_ && own_s > 0 && vrecv_[me] != vsend_[me]) std::memcpy(vrecv_[me], vsend_[me], own_s);
+    if (!dry_ && own_s > 0 && vrecv_[me] != vsend_[me]) local_copy(vrecv_[me], vsend_[me], own_s);
     announce();
     return MPI_SUCCESS;
   }
@@ -1309,12 +1329,12 @@ class BasicContext {
   int copy_out() {
     if (dry_) return fail_domain();
     take_input();  // p = 1, count 0 or a plan without rounds: the input is the result
-    if (vec_out_ && count_ > 0) std::memcpy(vec_out_, buf_, count_ * elem_bytes_);
+    if (vec_out_ && count_ > 0) local_copy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) {
       if (out_perm_)  // the last round's permutation, fused (run_round())
         permute_copy(*out_perm_, static_cast<const char*>(buf_), static_cast<char*>(out_all_));
       else
-        std::memcpy(out_all_, buf_, count_ * elem_bytes_);
+        local_copy(out_all_, buf_, count_ * elem_bytes_);
     }
     if (vout_)  // irregular: block b from its place in rank order to displs[b]
       for (int64_t b = 0; b < size_; ++b) {
@@ -1323,16 +1343,16 @@ class BasicContext {
         const char* from = static_cast<const char*>(buf_) + (direct_v_ ? vroff_ : voff_)[size_t(b)];
         char* to = static_cast<char*>(vout_) + MPI_Aint(vdispls_[b]) * unpack_shape_.extent;
         if (unpack_shape_.contiguous) {
-          std::memcpy(to, from, n * uint64_t(unpack_shape_.size));
+          local_copy(to, from, n * uint64_t(unpack_shape_.size));
         } else if (const int rc = unpack_elements(from, n, unpack_type_, unpack_shape_, to, comm_); rc != MPI_SUCCESS) {
           return rc;
         }
       }
     if (out_ && !voff_.empty()) {  // irregular (scatterv, reduce_scatterv): this rank's block, voff_ sized
       const uint64_t n = (voff_[size_t(rank_) + 1] - voff_[size_t(rank_)]) * elem_bytes_;
-      if (n > 0) std::memcpy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)] * elem_bytes_, n);
+      if (n > 0) local_copy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)] * elem_bytes_, n);
     } else if (out_ && block_elems_ > 0)
-      std::memcpy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
+      local_copy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
     if (unpack_to_ && unpack_count_ > 0) {
       const char* home = static_cast<const char*>(vec_out_ ? vec_out_ : buf_);
@@ -1435,7 +1455,7 @@ class BasicContext {
     if (!ext_)
       return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
                   (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
-    if (bytes > 0 && !dry_) std::memcpy(ext_, buf_, bytes);
+    if (bytes > 0 && !dry_) local_copy(ext_, buf_, bytes);
     vec_out_ = buf_;
     buf_ = ext_;
     scratch_buffers_ = K;
@@ -1633,7 +1653,7 @@ class BasicContext {
         char* src = tmp + lo * elem_bytes_;
         const uint64_t n = hi - lo;
         if (!pd.x->reduce) {
-          std::memcpy(dst, src, n * elem_bytes_);
+          local_copy(dst, src, n * elem_bytes_);
         } else {
           for (uint64_t d = 0; d < n; d += kMaxChunk) {
             const uint64_t c = n - d < kMaxChunk ? n - d : kMaxChunk;
@@ -1646,7 +1666,7 @@ class BasicContext {
               rc = reduce_elements(t, dd, c);
             } else {
               rc = reduce_elements(dd, t, c);
-              if (rc == MPI_SUCCESS) std::memcpy(dd, t, c * elem_bytes_);
+              if (rc == MPI_SUCCESS) local_copy(dd, t, c * elem_bytes_);
             }
             if (rc != MPI_SUCCESS) return rc;
           }
@@ -1933,7 +1953,7 @@ class BasicContext {
   int copy_in(const void* src, uint64_t count, MPI_Datatype type, const TypeShape& s, char* to) {
     if (count == 0 || s.size == 0 || dry_) return MPI_SUCCESS;
     if (s.contiguous) {
-      if (to != src) std::memcpy(to, src, count * uint64_t(s.size));
+      if (to != src) local_copy(to, src, count * uint64_t(s.size));
       return MPI_SUCCESS;
     }
     const int rc = pack_elements(src, count, type, s, to, comm_);
@@ -1948,17 +1968,17 @@ class BasicContext {
       lazy_src_ = static_cast<const char*>(src);
       return;
     }
-    std::memcpy(buf_, src, count_ * elem_bytes_);
+    local_copy(buf_, src, count_ * elem_bytes_);
   }
   /// The deferred copy-in done whole, where a call does not replay a plan that defers it.
   void take_input() {
     if (!lazy_src_) return;
-    std::memcpy(buf_, lazy_src_, count_ * elem_bytes_);
+    local_copy(buf_, lazy_src_, count_ * elem_bytes_);
     lazy_src_ = nullptr;
   }
   /// Elements [r.first, r.first + r.second) of the deferred input into the working buffer.
   void input_range(const ElemRange& r) {
-    std::memcpy(static_cast<char*>(buf_) + r.first * elem_bytes_, lazy_src_ + r.first * elem_bytes_,
+    local_copy(static_cast<char*>(buf_) + r.first * elem_bytes_, lazy_src_ + r.first * elem_bytes_,
                 r.second * elem_bytes_);
   }
   /// Replays `pl` with the copy-in deferred (DeferredInput): each round's copies, then the
@@ -2069,7 +2089,22 @@ class BasicContext {
         }
       }
     }
-    for (const ElemRange& q : std::vector<ElemRange>(pending)) take(uint32_t(pl.rounds.size()), q, true);
+    // What is still only in the input at the end is copied where the call's result reads it:
+    // nowhere for a reduce's non-root ranks and exscan's rank 0 (internal memory, dropped),
+    // this rank's block for reduce_scatter, the whole buffer otherwise.
+    const bool dropped = (kind_ == Collective::reduce && rank_ != root_) || (kind_ == Collective::exscan && rank_ == 0);
+    const uint32_t end = uint32_t(pl.rounds.size());
+    if (dropped) {
+      pending.clear();
+    } else if (kind_ == Collective::reduce_scatter && block_elems_ > 0) {
+      const ElemRange mine{uint64_t(rank_) * block_elems_, block_elems_};
+      for (const ElemRange& q : std::vector<ElemRange>(pending)) {
+        const uint64_t lo = std::max(q.first, mine.first), hi = std::min(q.first + q.second, mine.first + mine.second);
+        if (lo < hi) in.copies.push_back({end, {lo, hi - lo}});
+      }
+      pending.clear();
+    }
+    for (const ElemRange& q : std::vector<ElemRange>(pending)) take(end, q, true);
     std::stable_sort(in.copies.begin(), in.copies.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     in.usable = true;
@@ -2312,7 +2347,7 @@ class BasicContext {
         if (!x.recv) {
           char* w = m;
           for (uint32_t k = 0; k < x.n; ++k) {
-            std::memcpy(w, from + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
+            local_copy(w, from + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
             w += rg[k].second * elem_bytes_;
           }
         } else {
@@ -2389,7 +2424,7 @@ class BasicContext {
         const int rc = reduce_elements(src, dst, c);
         if (rc != MPI_SUCCESS) return rc;
       } else {
-        std::memmove(dst, src, c * elem_bytes_);
+        local_move(dst, src, c * elem_bytes_);
       }
       if ((di += c) == from[i].second) { ++i; di = 0; }
       if ((dj += c) == to[j].second) { ++j; dj = 0; }
@@ -2424,7 +2459,7 @@ class BasicContext {
     for (size_t j = 0; j < map.size(); ++j) {
       const uint64_t at = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - at;
       if (len > 0)
-        std::memcpy(to + block_begin(count_, B, uint64_t(map[j])) * elem_bytes_, from + at * elem_bytes_,
+        local_copy(to + block_begin(count_, B, uint64_t(map[j])) * elem_bytes_, from + at * elem_bytes_,
                     len * elem_bytes_);
     }
   }
@@ -2448,9 +2483,9 @@ class BasicContext {
       const int64_t k = cycles[i];
       const int64_t* c = cycles.data() + i + 1;
       const uint64_t len = (block_begin(count_, B, uint64_t(c[0]) + 1) - block_begin(count_, B, uint64_t(c[0]))) * elem_bytes_;
-      std::memcpy(tmp, at(c[0]), len);
-      for (int64_t m = 0; m + 1 < k; ++m) std::memcpy(at(c[m]), at(c[m + 1]), len);
-      std::memcpy(at(c[k - 1]), tmp, len);
+      local_copy(tmp, at(c[0]), len);
+      for (int64_t m = 0; m + 1 < k; ++m) local_copy(at(c[m]), at(c[m + 1]), len);
+      local_copy(at(c[k - 1]), tmp, len);
     }
     pool().release(tmp);
     return MPI_SUCCESS;
