@@ -79,6 +79,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "bine/blockset.hpp"
@@ -452,6 +453,7 @@ struct DeferredInput {
 struct Plan {
   std::vector<RoundPlan> rounds;
   int64_t scratch = 0;
+  int64_t blocks = 1;   ///< the vector's block count B (`blocks`), which permutations index
   DeferredInput input;  ///< replaying with the copy-in deferred (calls whose input is not in place)
 };
 /// Everything a plan depends on: the schedule body sees p, r, root, `commutative` and the
@@ -1173,28 +1175,29 @@ class BasicContext {
   /// `fold ring R` (allreduce; RT Sec. 3.4): rings of R consecutive ranks; the body runs on
   /// p / R virtual ranks (r / R) and on part r mod R of the vector. No communication;
   /// fold_applies() is false when R does not divide p (the caller fails like `requires`).
-  void fold_setup_ring(int64_t R) { pipe_.setup(FoldLayout(FoldKind::ring, R, blocked_, size_, root_), rank_); }
+  void fold_setup_ring(int64_t R) { pipe().setup(FoldLayout(FoldKind::ring, R, blocked_, size_, root_), rank_); }
   /// False when the fold cannot apply to this p (`fold ring R` with R not dividing p).
-  bool fold_applies() const { return pipe_.layout().applies(); }
+  bool fold_applies() const { return pipe().layout().applies(); }
   /// `fold` (two-one elimination) or, with three_two, `fold 3-2` (allreduce: every rank
   /// runs the body, the eliminated ones as the virtual rank they help; the pipeline turns
   /// the body's first round into rounds A and B and the final mirror's replay of it into
   /// E1 and E2; bine::ThreeTwo, docs/language.md).
   void fold_setup(bool three_two = false) {
-    pipe_.setup(FoldLayout(three_two ? FoldKind::three_two : FoldKind::two_one, 0, blocked_, size_, root_), rank_);
+    pipe().setup(FoldLayout(three_two ? FoldKind::three_two : FoldKind::two_one, 0, blocked_, size_, root_), rank_);
   }
   /// The fold's rounds before the body (bine::RoundPipeline::prologue).
-  int fold_prologue() { return pipe_.prologue(sink_, kind_); }
+  int fold_prologue() { return pipe().prologue(sink_, kind_); }
   /// Finishes the call: the fold epilogue where the collective has one, the copy of this
   /// rank's block out of the working buffer (scatter, reduce_scatter), then the first
   /// pending error.
   int finish() {
     if (async_plan_) return MPI_SUCCESS;  // a nonblocking call: progress() copies out at its end
     if (replayed_) return copy_out();
-    if (const int rc = pipe_.epilogue(sink_, kind_); rc != MPI_SUCCESS) return rc;
+    if (const int rc = pipe().epilogue(sink_, kind_); rc != MPI_SUCCESS) return rc;
     const int rc = copy_out();
     if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
       plan_rec_->scratch = scratch_buffers_;
+      plan_rec_->blocks = geometry_blocks();
       plan_deferred_input(*plan_rec_);
       plans_->insert(key_, std::move(plan_rec_));
     }
@@ -1209,7 +1212,7 @@ class BasicContext {
   int plan(PlanCache& function_cache) {
     if (no_plans_ && !own_plans_) {  // a plain irregular call: the body builds and runs the rounds every call
       take_input();
-      pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);
+      pipe().setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);
       return MPI_SUCCESS;
     }
     PlanCache& cache = own_plans_ ? *own_plans_ : function_cache;
@@ -1219,11 +1222,13 @@ class BasicContext {
       take_input();
       async_plan_ = cache.find_shared(k);
       if (!async_plan_) return fail(MPI_ERR_INTERN, "internal error: a nonblocking start without a plan");
+      plan_blocks_ = async_plan_->blocks;
       replayed_ = true;
       return async_plan_->scratch > 0 ? set_scratch(async_plan_->scratch) : MPI_SUCCESS;
     }
     if (const Plan* pl = cache.find(k)) {
       replayed_ = true;
+      plan_blocks_ = pl->blocks;
       if (dry_) return MPI_SUCCESS;  // the plan exists: nothing to build
       int rc = MPI_SUCCESS;
       if (lazy_src_ && pl->input.usable) return replay_deferred(*pl);
@@ -1234,7 +1239,7 @@ class BasicContext {
       return MPI_SUCCESS;
     }
     take_input();  // the schedule body runs on the working buffer
-    pipe_.setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
+    pipe().setup(FoldLayout(FoldKind::none, 0, blocked_, size_, root_), rank_);  // fold_setup*() may replace it
     key_ = k;
     plans_ = &cache;
     plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
@@ -1364,11 +1369,11 @@ class BasicContext {
   }
 
   /// True when this rank runs the schedule body (every rank but the two-one helpers).
-  bool active() const { return pipe_.runs_body(); }
+  bool active() const { return pipe().runs_body(); }
   /// Process count, rank and root seen by the schedule body (virtual inside a fold).
-  int64_t p() const { return pipe_.p(); }
-  int64_t r() const { return pipe_.r(); }
-  int64_t root() const { return pipe_.root(); }
+  int64_t p() const { return pipe().p(); }
+  int64_t r() const { return pipe().r(); }
+  int64_t root() const { return pipe().root(); }
   /// The fingerprint of the region layout bound for this call (bine/mpi_regions.hpp), part
   /// of the plan key. Call before plan().
   void set_region_key(uint64_t key) { region_key_ = key; }
@@ -1433,7 +1438,7 @@ class BasicContext {
   int64_t segment() const { return segment_; }
   /// Sets the block count B of the vector.
   void set_blocks(int64_t B) {
-    pipe_.set_blocks(B);  // fold ring: the body owns one of R parts
+    pipe().set_blocks(B);  // fold ring: the body owns one of R parts
     blocks_set_ = true;
   }
 
@@ -1473,24 +1478,24 @@ class BasicContext {
   /// `reduce src into dst` / `copy src into dst`: applied after the round's receives, in
   /// program order; the k-th block of src goes to the k-th block of dst (reduce:
   /// dst = src op dst, MPI_Reduce_local(src, dst)).
-  void local(const BlockSet& src, const BlockSet& dst, bool reduce) { pipe_.local(src, dst, reduce); }
+  void local(const BlockSet& src, const BlockSet& dst, bool reduce) { pipe().local(src, dst, reduce); }
 
   /// Phases: the rounds between begin_phase(id) and end_phase(id) (phases nest) are what
   /// mirror(id) replays.
-  void begin_phase(int id) { pipe_.begin_phase(id); }
-  void end_phase(int id) { pipe_.end_phase(id); }
+  void begin_phase(int id) { pipe().begin_phase(id); }
+  void end_phase(int id) { pipe().end_phase(id); }
 
-  void begin_round() { pipe_.begin_round(); }
+  void begin_round() { pipe().begin_round(); }
   /// Sends the blocks `set` to body rank `peer` (taken modulo p()).
-  void send(const BlockSet& set, int64_t peer) { pipe_.send(set, peer); }
+  void send(const BlockSet& set, int64_t peer) { pipe().send(set, peer); }
   /// Receives the blocks `set` from body rank `peer`; combines them when reduce is true.
-  void recv(const BlockSet& set, int64_t peer, bool reduce) { pipe_.recv(set, peer, reduce); }
+  void recv(const BlockSet& set, int64_t peer, bool reduce) { pipe().recv(set, peer, reduce); }
   /// Local permutation of the working buffer's B blocks, applied at the end of the round:
   /// block j moves to block f(j). f must be a bijection on [0, B), else MPI_ERR_OTHER.
   template <class F>
   void permute(F f) {
     std::vector<int64_t> to;
-    if (block_permutation(f, scope_blocks(), to)) pipe_.permute(std::move(to));
+    if (block_permutation(f, scope_blocks(), to)) pipe().permute(std::move(to));
   }
   /// `phase NAME = SCHEDULE on region|across`: the group's size, this rank's index in it and
   /// the group's root (`rooted`: the composed schedule has one) (bine::RoundPipeline::group_of;
@@ -1498,7 +1503,7 @@ class BasicContext {
   int group_of(GroupKind kind, bool rooted, int64_t* size, int64_t* index, int64_t* root) {
     RoundPipeline::GroupInfo g;
     std::string err;
-    if (!RoundPipeline::group_of(kind, pipe_.r(), pipe_.root(), rooted, g, err))
+    if (!RoundPipeline::group_of(kind, pipe().r(), pipe().root(), rooted, g, err))
       return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
     *size = int64_t(g.members.size());
     *index = g.index;
@@ -1509,23 +1514,23 @@ class BasicContext {
   /// caller's blocks `window` (bine::RoundPipeline::begin_group; MPI_ERR_OTHER for a bad window).
   int begin_group(GroupKind kind, const BlockSet& window, int64_t B, bool rooted) {
     std::string err;
-    if (!pipe_.begin_group(kind, window, B, rooted, err))
+    if (!pipe().begin_group(kind, window, B, rooted, err))
       return fail(MPI_ERR_OTHER, "phase on %s: %s", group_kind_name(kind), err.c_str());
     return MPI_SUCCESS;
   }
-  void end_group() { pipe_.end_group(); }
+  void end_group() { pipe().end_group(); }
   /// Ends the round: posts its transfers, waits for them, then applies its reductions,
   /// local statements and permutations (through the pipeline, which logs it for mirrors
   /// and rewrites it under `fold 3-2`).
   int end_round() {
     if (const int dr = fail_domain(); dr != MPI_SUCCESS) return dr;
-    return pipe_.end_round(sink_);
+    return pipe().end_round(sink_);
   }
   /// Replays phase `id` reversed: rounds in reverse order, sends become copy receives
   /// and receives become sends, with the same peers and block sets. `fold_epilogue`: this
   /// mirror is the last statement of the body (through composed schedules) and, under
   /// fold 3-2, its replay of the body's first round is fused with the elimination's epilogue.
-  int mirror(int id, bool fold_epilogue = false) { return pipe_.mirror(sink_, id, fold_epilogue); }
+  int mirror(int id, bool fold_epilogue = false) { return pipe().mirror(sink_, id, fold_epilogue); }
 
  private:
   /// The round pipeline's sink: every instance round of this rank, executed (compiled to
@@ -2212,9 +2217,11 @@ class BasicContext {
   }
   /// Blocks of the working buffer: p for rank-indexed blocks, else the schedule's B (one
   /// block, the whole vector, before set_blocks()).
-  int64_t geometry_blocks() const { return blocked_ ? size_ : blocks_set_ ? pipe_.stride() : 1; }
+  int64_t geometry_blocks() const {
+    return blocked_ ? size_ : plan_blocks_ > 0 ? plan_blocks_ : blocks_set_ ? pipe().stride() : 1;
+  }
   /// The blocks per buffer that the running statements index (a sub-group's own inside one).
-  int64_t scope_blocks() const { return pipe_.in_group() ? pipe_.scope_blocks() : geometry_blocks(); }
+  int64_t scope_blocks() const { return pipe().in_group() ? pipe().scope_blocks() : geometry_blocks(); }
   /// Element ranges (offset, count) of a block set in the working buffer, scratch
   /// included, appended to `out`; returns how many (empty blocks are skipped).
   uint32_t element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
@@ -2550,6 +2557,7 @@ class BasicContext {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int64_t size_ = 1, rank_ = 0, root_ = 0;
   bool blocks_set_ = false;
+  int64_t plan_blocks_ = 0;   ///< a replayed plan's B (the body, which sets it, does not run)
   bool blocked_ = false;      ///< rank-indexed blocks: p blocks of block_elems_ elements
   uint64_t block_elems_ = 0;
   bool no_plans_ = false;          ///< an irregular form: no persistent plan (plan())
@@ -2592,7 +2600,13 @@ class BasicContext {
   bool in_flight_ = false;           ///< progress(): next_round_ is posted
   /// The round pipeline (bine/rounds.hpp): folds, body-to-real mapping, mirror; the
   /// same code the compiler instantiates schedules with. Its rounds reach execute().
-  RoundPipeline pipe_;
+  /// Built on first use: a replayed call never runs the pipeline (issue 48: its vectors and
+  /// block sets were constructed and destroyed on every call).
+  mutable std::optional<RoundPipeline> pipe_;
+  RoundPipeline& pipe() const {
+    if (!pipe_) pipe_.emplace();
+    return *pipe_;
+  }
   Sink sink_{this};
 };
 
