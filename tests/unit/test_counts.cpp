@@ -147,19 +147,23 @@ TEST_CASE("Bine large-vector broadcast and reduce: 2 log2 p rounds, n (p-1)/p pe
     const Schedule bc = inst("bine_bcast_bdw", p, 1 % p);
     CHECK(bc.num_rounds == 2 * k);
     // scatter phase (rounds < k): the root sends p-1 blocks and receives none;
-    // allgather phase (rounds >= k): every rank receives exactly p-1 blocks
+    // allgather phase (rounds >= k): every rank but the root receives exactly p-1 blocks,
+    // the root (which holds them all after the scatter) none, and nothing is sent to it
+    // (issue 48: the allgather sent (p-1)/p of the vector back to the root)
     const int64_t root = 1 % p;
     for (int64_t r = 0; r < p; ++r) {
-      int64_t ag_recv = 0, sc_root_recv = 0, sc_root_sent = 0;
+      int64_t ag_recv = 0, sc_root_recv = 0, sc_root_sent = 0, ag_to_root = 0;
       for (int64_t t = 0; t < bc.num_rounds; ++t)
         for (const Op& op : bc.ranks[size_t(r)][size_t(t)]) {
           if (!std::holds_alternative<RecvOp>(op)) {
             if (t < k && r == root) sc_root_sent += blocks_of(op).size();
+            if (t >= k && std::holds_alternative<SendOp>(op) && std::get<SendOp>(op).peer == root) ++ag_to_root;
             continue;
           }
           (t < k ? sc_root_recv : ag_recv) += t < k && r != root ? 0 : blocks_of(op).size();
         }
-      CHECK(ag_recv == p - 1);
+      CHECK(ag_recv == (r == root ? 0 : p - 1));
+      CHECK(ag_to_root == 0);
       if (r == root) {
         CHECK(sc_root_recv == 0);
         CHECK(sc_root_sent == p - 1);
