@@ -1246,6 +1246,9 @@ int run_trace(const std::string& dir) {
   bine::mpi::working_buffer_hook() = [](const void* base, uint64_t elem, uint64_t elems) {
     trace::rebase(base, int64_t(elem), int64_t(elems));
   };
+  bine::mpi::input_buffer_hook() = [](const void* base, uint64_t, uint64_t elems) {
+    trace::input_buffer(base, int64_t(elems));
+  };
   auto record = [&](const std::string& name, int root, size_t n, const std::vector<trace::Round>& rounds) {
     f << (first ? "" : ",\n") << "{\"function\":\"" << name << "\",\"root\":" << root << ",\"count\":" << n
       << ",\"elems\":" << trace::elems() << ",\"elem_bytes\":" << trace::elem_bytes() << ",\"rounds\":";

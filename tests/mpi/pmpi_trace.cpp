@@ -18,8 +18,13 @@ int64_t elem = 1, nelems = 0;
 std::vector<Round> rounds;
 Round posting;
 
+const char* input = nullptr;  ///< the user's input a replay with a deferred copy-in sends from
+int64_t input_elems = 0;
+
 int64_t offset_of(const void* p) {
   const char* c = static_cast<const char*>(p);
+  // Element e of the input stands for element e of the working buffer (DeferredInput).
+  if (input && c >= input && c < input + elem * input_elems) return (c - input) / elem;
   if (!base || c < base || c > base + elem * nelems) return -1;
   return (c - base) / elem;
 }
@@ -30,6 +35,8 @@ void begin(const void* buffer, int64_t elem_bytes, int64_t elems) {
   base = static_cast<const char*>(buffer);
   elem = elem_bytes;
   nelems = elems;
+  input = nullptr;
+  input_elems = 0;
   rounds.clear();
   posting.clear();
 #ifdef BINE_TRACE_UTOFU
@@ -44,6 +51,11 @@ void rebase(const void* buffer, int64_t elem_bytes, int64_t elems) {
   base = static_cast<const char*>(buffer);
   elem = elem_bytes;
   nelems = elems;
+}
+
+void input_buffer(const void* buffer, int64_t elems) {
+  input = static_cast<const char*>(buffer);
+  input_elems = elems;
 }
 
 int64_t elems() { return nelems; }

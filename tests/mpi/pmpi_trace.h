@@ -21,6 +21,9 @@ using Round = std::vector<Call>;
 void begin(const void* buffer, int64_t elem_bytes, int64_t elems);
 /// Re-targets offsets to another buffer (the runtime's working buffer) while tracing.
 void rebase(const void* buffer, int64_t elem_bytes, int64_t elems);
+/// The user's input, whose element e stands for element e of the current buffer (a replay
+/// with the copy-in deferred sends from it: bine::mpi::input_buffer_hook()).
+void input_buffer(const void* buffer, int64_t elems);
 /// Elements of the current buffer.
 int64_t elems();
 /// Bytes per element of the current buffer.

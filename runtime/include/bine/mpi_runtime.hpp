@@ -322,6 +322,13 @@ inline void (*&working_buffer_hook())(const void*, uint64_t, uint64_t) {
   static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
   return hook;
 }
+/// Testing hook: when set, called with the user's input (base, element bytes, elements) when
+/// a call replays with its copy-in deferred (DeferredInput): sends then read element e of
+/// the vector at base + e * element bytes, so a tracer maps those addresses to offsets too.
+inline void (*&input_buffer_hook())(const void*, uint64_t, uint64_t) {
+  static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
+  return hook;
+}
 /// Byte buffers of the calling thread, kept between calls of generated collectives so that
 /// a repeated call does not allocate (and, for large messages, map and zero fresh pages)
 /// its working buffer and its scratch memory again. Buffers are uninitialized. A buffer
@@ -1990,6 +1997,7 @@ class BasicContext {
   /// round with its transfers' input modes; the copies left at the end.
   int replay_deferred(const Plan& pl) {
     const DeferredInput& in = pl.input;
+    if (input_buffer_hook()) input_buffer_hook()(lazy_src_, elem_bytes_, count_);
     size_t c = 0;
     int rc = MPI_SUCCESS;
     for (size_t k = 0; k < pl.rounds.size() && rc == MPI_SUCCESS; ++k) {
