@@ -551,8 +551,9 @@ class Diagram {
     // Arrow kinds actually drawn, in a fixed order.
     bool used[2][3] = {{false, false, false}, {false, false, false}};  // [reduce][flat, intra, inter]
     for (const Arrow& a : arrows_) {
+      if (!a.recv) continue;  // unmatched: red and dotted, an entry of its own below
       const std::string link = link_class(o_, a.from, a.to);
-      used[a.recv && a.recv->reduce ? 1 : 0][link == "flat" ? 0 : link == "intra" ? 1 : 2] = true;
+      used[a.recv->reduce ? 1 : 0][link == "flat" ? 0 : link == "intra" ? 1 : 2] = true;
     }
     const std::string node = o_.ppn > 0 ? " (" + std::to_string(o_.ppn) + " consecutive ranks per node)" : "";
     const char* const what[2][3] = {
@@ -582,11 +583,20 @@ class Diagram {
     if (any_helper) items.push_back({"helper", "fold helper: sits the body out"});
     if (any_fold) items.push_back({"fold", "fold round (elimination prologue / epilogue)"});
     if (any_mirror) items.push_back({"mirror", "mirrored round (replays a phase backwards)"});
-    if (!stubs_.empty()) items.push_back({"stub", "receive with no matching send in its round"});
+    bool any_unmatched = false, any_highlighted = false;
+    for (const Arrow& a : arrows_) {
+      any_unmatched |= !a.recv;
+      any_highlighted |= a.recv && highlighted(a);
+    }
+    if (any_unmatched) items.push_back({"unmatched", "unmatched send: no receive matches it in its round (red, dotted)"});
+    if (!stubs_.empty()) items.push_back({"stub", "receive with no matching send in its round (red, dotted, ? sender)"});
     if (cex_) {
-      items.push_back({"cex", "counterexample: failing rank and round, offending transfer"});
+      items.push_back({"cex", "counterexample: the failing rank and round (red frame)"});
+      if (any_highlighted) items.push_back({"cex-arrow", "the counterexample's transfers (red)"});
       if (cex_->kind == Counterexample::Kind::deadlock && cex_->match_round >= 0)
-        items.push_back({"match", "where the peer posts the matching operation"});
+        items.push_back({"match", "where the peer posts the matching operation (orange frame)"});
+      if (cex_->write_round >= 0 && cex_->write_round != cex_->round)
+        items.push_back({"write", "where the block was last written (orange frame)"});
       if (!cex_->missing_ranks.empty() || !cex_->doubled_ranks.empty())
         items.push_back({"tags", "missing / twice: contributions missing from or counted twice in the block"});
       if (cex_->kind == Counterexample::Kind::deadlock)
@@ -611,19 +621,24 @@ class Diagram {
       } else if (it.kind == "tags") {
         o += text(x, y, "missing", "fill=\"" + std::string(kRed) + "\" font-weight=\"bold\" font-size=\"9\"");
       } else if (it.kind == "stub") {
-        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
+        o += "<line x1=\"" + std::to_string(x + 8) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
              "\" y2=\"" + std::to_string(my) + "\" stroke=\"" + kRed +
              "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" marker-end=\"url(#copy-cex)\"/>\n";
+        o += text(x + 6, my + 4, "?", "font-size=\"10\" text-anchor=\"end\" fill=\"" + std::string(kRed) + "\"");
+      } else if (it.kind == "unmatched" || it.kind == "cex-arrow") {
+        o += "<line x1=\"" + std::to_string(x) + "\" y1=\"" + std::to_string(my) + "\" x2=\"" + std::to_string(x + 44) +
+             "\" y2=\"" + std::to_string(my) + "\" stroke=\"" + kRed + "\" stroke-width=\"" +
+             (it.kind == "unmatched" ? "1.5\" stroke-dasharray=\"2 3\"" : "2.5\"") + " marker-end=\"url(#copy-cex)\"/>\n";
       } else {
         const char* fill = it.kind == "root"     ? kRootBg
                            : it.kind == "helper" ? kHelperBg
                            : it.kind == "fold"   ? kFoldBg
                            : it.kind == "mirror" ? kMirrorBg
                                                  : "none";
-        const char* stroke = it.kind == "cex" ? kRed : it.kind == "match" ? kInter : "#b0b0b0";
+        const bool frame = it.kind == "cex" || it.kind == "match" || it.kind == "write";
+        const char* stroke = it.kind == "cex" ? kRed : frame ? kInter : "#b0b0b0";
         o += rect(x, my - 7, 44, 14,
-                  "fill=\"" + std::string(fill) + "\" stroke=\"" + stroke + "\"" +
-                      (it.kind == "cex" || it.kind == "match" ? " stroke-width=\"2.5\"" : ""));
+                  "fill=\"" + std::string(fill) + "\" stroke=\"" + stroke + "\"" + (frame ? " stroke-width=\"2.5\"" : ""));
       }
       o += text(x + 56, y, it.what);
     }
@@ -787,6 +802,11 @@ std::string heat_map(const Schedule& s, const DrawOptions& o) {
   b += text(314, y, "fold rounds", "font-size=\"10\"");
   b += rect(416, y - 6, 12, 6, "fill=\"#9467bd\"");
   b += text(434, y, "mirrored rounds", "font-size=\"10\"");
+  if (cex && cex->rank >= 0 && cex->round >= 0) {
+    y += 18;
+    b += rect(16, y - 10, 12, 12, "fill=\"none\" stroke=\"" + std::string(kRed) + "\" stroke-width=\"2\"");
+    b += text(36, y, "counterexample: the failing rank and round (red frame)", "font-size=\"10\"");
+  }
   b += "</g>\n";
   y += 16;
   std::string out = header(

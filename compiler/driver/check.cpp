@@ -119,7 +119,13 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             roots_out.roots.push_back(root);
             if (roots_out.unmet.empty()) roots_out.unmet = unmet;
           }
-          if (!commutative) order_here = false;  // refused for non-commutative operators
+          if (!commutative) {  // refused for non-commutative operators
+            order_here = false;
+            if (rep.order_unmet.empty()) {
+              rep.order_unmet_p = p;
+              rep.order_unmet = unmet;
+            }
+          }
           continue;
         }
         if (st == InstStatus::ok) {
@@ -136,13 +142,29 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
             continue;
           }
           const VerifyResult v = verify(sch, diags, opt.verify);
+          if (v.accounted_bytes > rep.max_accounted_bytes) {
+            rep.max_accounted_bytes = v.accounted_bytes;
+            rep.max_instance_bytes = v.instance_bytes;
+            rep.max_bytes_p = p;
+            rep.max_bytes_root = root;
+          }
           if (v.ok) {
             ++rep.instances;
             any_applicable = true;
             if (!commutative || !collective_reduces(s.collective)) {
               noncomm_applicable = true;
+              if (!v.order_preserving && !rep.order_witness.found() && v.order_witness.found()) {
+                rep.order_witness = v.order_witness;
+                rep.order_witness_p = p;
+                rep.order_witness_root = root;
+              }
               rep.order_preserving &= v.order_preserving;
               order_here &= v.order_preserving;
+            }
+            if (!v.same_bracketing && !rep.bracketing_witness.found() && v.bracketing_witness.found()) {
+              rep.bracketing_witness = v.bracketing_witness;
+              rep.bracketing_witness_p = p;
+              rep.bracketing_witness_root = root;
             }
             rep.same_bracketing &= v.same_bracketing;
             rep.keeps_blocks &= v.keeps_blocks;
@@ -277,6 +299,35 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
   return l;
 }
 
+namespace {
+
+std::string instance_words(const ScheduleDecl& s, int64_t p, int64_t root) {
+  return "p=" + std::to_string(p) + (collective_is_rooted(s.collective) ? " root=" + std::to_string(root) : std::string());
+}
+
+}  // namespace
+
+std::string witness_lines(const ScheduleDecl& s, const CheckReport& r) {
+  if (!r.ok || !collective_reduces(s.collective)) return "";
+  std::string l;
+  if (!r.order_preserving) {
+    const ReductionWitness& w = r.order_witness;
+    if (w.found())
+      l += "  not order-preserving: at " + instance_words(s, r.order_witness_p, r.order_witness_root) + ", rank " +
+           std::to_string(w.rank) + ", block " + std::to_string(w.block) + " holds " + w.bracketing + ": " + w.reason + "\n";
+    else if (!r.order_unmet.empty())
+      l += "  not order-preserving: its instances for non-commutative operators do not apply (at p=" +
+           std::to_string(r.order_unmet_p) + ": requires '" + r.order_unmet + "')\n";
+  }
+  if (!r.same_bracketing && r.bracketing_witness.found()) {
+    const ReductionWitness& w = r.bracketing_witness;
+    l += "  not the same bracketing: at " + instance_words(s, r.bracketing_witness_p, r.bracketing_witness_root) +
+         ", block " + std::to_string(w.block) + ": rank " + std::to_string(w.rank) + " holds " + w.bracketing + ", rank " +
+         std::to_string(w.other_rank) + " holds " + w.other_bracketing + (w.reason.empty() ? "" : "; " + w.reason) + "\n";
+  }
+  return l;
+}
+
 std::string report_json(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt) {
   nlohmann::json j;
   j["schedule"] = s.name;
@@ -309,6 +360,19 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
   if (collective_reduces(s.collective)) {
     j["order_preserving"] = r.ok && r.order_preserving;
     j["same_bracketing"] = r.ok && r.same_bracketing;
+    if (r.ok && !r.order_preserving && r.order_witness.found()) {
+      const ReductionWitness& w = r.order_witness;
+      j["order_witness"] = {{"p", r.order_witness_p}, {"root", r.order_witness_root}, {"rank", w.rank},
+                            {"block", w.block}, {"bracketing", w.bracketing}, {"reason", w.reason}};
+    } else if (r.ok && !r.order_preserving && !r.order_unmet.empty()) {
+      j["order_witness"] = {{"p", r.order_unmet_p}, {"requires", r.order_unmet}};
+    }
+    if (r.ok && !r.same_bracketing && r.bracketing_witness.found()) {
+      const ReductionWitness& w = r.bracketing_witness;
+      j["bracketing_witness"] = {{"p", r.bracketing_witness_p}, {"root", r.bracketing_witness_root}, {"block", w.block},
+                                 {"ranks", {w.rank, w.other_rank}}, {"bracketings", {w.bracketing, w.other_bracketing}},
+                                 {"reason", w.reason}};
+    }
   }
   if (!r.ok) j["failed"] = {{"p", r.failed_p}, {"root", r.failed_root}};
   return j.dump();

@@ -73,9 +73,22 @@ struct CheckReport {
     std::string unmet;
   };
   std::vector<ExcludedRoots> excluded_roots;
+  /// Memory (resource.h, docs/verifier.md "Memory"): the verified instance with the most
+  /// accounted bytes (the first such p and root), its instance's (round store) and the
+  /// verifier's total; 0 when none was verified.
+  uint64_t max_accounted_bytes = 0, max_instance_bytes = 0;
+  int64_t max_bytes_p = 0, max_bytes_root = 0;
   bool order_preserving = true;        ///< over every verified instance
   std::vector<int64_t> order_p;        ///< p where every verified root is order-preserving
   bool same_bracketing = true;
+  /// The first verified instance (p, root) that is not order-preserving / not bracketed
+  /// alike, and why (VerifyResult's witnesses); unset when none was found.
+  ReductionWitness order_witness, bracketing_witness;
+  int64_t order_witness_p = 0, order_witness_root = 0, bracketing_witness_p = 0, bracketing_witness_root = 0;
+  /// When no p is order-preserving and no instance showed why: the first p whose
+  /// non-commutative instances do not apply, and the clause that refuses them.
+  int64_t order_unmet_p = 0;
+  std::string order_unmet;
   bool keeps_blocks = true;            ///< VerifyResult::keeps_blocks over every verified instance
   bool direct = true;                  ///< VerifyResult::direct over every verified instance
   int64_t failed_p = -1, failed_root = -1;
@@ -105,6 +118,10 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
 
 /// One-line summary: "name (collective): verified p=1..64, 2080 instances; order-preserving: no; ...".
 std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const CheckOptions& opt);
+/// For a verified reducing schedule, the lines under its summary that say why it is not
+/// order-preserving or not bracketed alike ("  not order-preserving: at p=2, rank 0, block
+/// 0: ..."); empty when both hold.
+std::string witness_lines(const ScheduleDecl& s, const CheckReport& r);
 
 /// The same report as one JSON object (`bine-cc check --json`, docs/cli.md): schedule,
 /// collective, ok, p_lo, p_hi, instances, excluded (one {p, requires} per p a `requires`

@@ -2,6 +2,10 @@
 // emit_mpi.h) that the tests also use.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <new>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -9,12 +13,15 @@
 #include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <chrono>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 #include "bine/builtins.hpp"
+#include "resource.h"
 #include "check.h"
 #include "cost.h"
 #include "draw.h"
@@ -128,6 +135,7 @@ bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::strin
     diags.warning(Span{}, "p=" + std::to_string(sch.p) + " is above " + std::to_string(opt.max_diagram_p) +
                               ": drawn as a heat map (rank x round, " + (opt.bytes > 0 ? "bytes" : "blocks") +
                               " sent); draw a smaller p for the step diagram");
+  const ActivityScope activity("drawing " + sch.name + " at p=" + std::to_string(sch.p));
   std::string bytes = draw_svg(sch, opt);
   if (format == "png") {
     std::string png, err;
@@ -149,6 +157,34 @@ bool write_drawing(const Schedule& sch, const DrawOptions& opt, const std::strin
   return true;
 }
 
+/// The process's peak resident memory so far (getrusage), bytes.
+uint64_t peak_rss_bytes() {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? uint64_t(ru.ru_maxrss) * 1024 : 0;
+}
+
+/// `check --stats` (docs/verifier.md, "Memory"): the largest verified instance's accounted
+/// memory, the process's peak so far and the schedule's time, one line under the summary.
+std::string stats_line(const ScheduleDecl& s, const CheckReport& r, double seconds) {
+  std::string l = "  stats: ";
+  if (r.max_accounted_bytes == 0) {
+    l += "no instance verified";
+  } else {
+    l += "largest instance p=" + std::to_string(r.max_bytes_p) +
+         (collective_is_rooted(s.collective) ? " root=" + std::to_string(r.max_bytes_root) : std::string()) + ": " +
+         format_bytes(r.max_accounted_bytes) + " accounted (instance " + format_bytes(r.max_instance_bytes) + ", verifier " +
+         format_bytes(r.max_accounted_bytes - r.max_instance_bytes) + ")";
+  }
+  char t[32];
+  std::snprintf(t, sizeof t, "%.2f", seconds);
+  return l + "; process peak " + format_bytes(peak_rss_bytes()) + "; " + t + " s\n";
+}
+nlohmann::json stats_json(const CheckReport& r, double seconds) {
+  return {{"accounted_bytes", r.max_accounted_bytes}, {"instance_bytes", r.max_instance_bytes},
+          {"verifier_bytes", r.max_accounted_bytes - r.max_instance_bytes}, {"p", r.max_bytes_p}, {"root", r.max_bytes_root},
+          {"peak_rss_bytes", peak_rss_bytes()}, {"seconds", seconds}};
+}
+
 /// Loads the input files into `prog`; on bad input prints the diagnostics and returns false.
 bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
   if (load_program(c.files, prog, diags)) return true;
@@ -157,7 +193,7 @@ bool load(const Common& c, Program& prog, DiagnosticSink& diags) {
 }
 
 int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to, bool quiet, bool json, const std::string& draw,
-              bool smt, bool no_symmetry, bool landing) {
+              bool smt, bool no_symmetry, bool landing, bool stats) {
   const auto ends_with = [&](const char* ext) {
     const size_t n = std::strlen(ext);
     return draw.size() > n && draw.compare(draw.size() - n, n, ext) == 0;
@@ -190,7 +226,9 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
   for (size_t i = 0; i < todo.size(); ++i) {
     const ScheduleDecl* s = todo[i];
     DiagnosticSink one;
+    const auto started = std::chrono::steady_clock::now();
     CheckReport rep = check_schedule(prog, *s, opt, one);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     all_ok &= rep.ok;
     // The static landing layout of a verified schedule (landing.h): one more JSON key, or
     // lines under the summary.
@@ -201,14 +239,16 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     }
     if (json) {
       std::string j = report_json(*s, rep, opt);
-      if (!land.empty()) {  // one more key, the object's keys still sorted
+      if (!land.empty() || stats) {  // more keys, the object's keys still sorted
         nlohmann::json o = nlohmann::json::parse(j);
-        o["landing"] = nlohmann::json::parse(land);
+        if (!land.empty()) o["landing"] = nlohmann::json::parse(land);
+        if (stats) o["stats"] = stats_json(rep, seconds);
         j = o.dump();
       }
       std::cout << (i ? ",\n " : "\n ") << j;
     } else if (!quiet || !rep.ok) {
-      std::cout << summary_line(*s, rep, opt) << "\n" << land;
+      std::cout << summary_line(*s, rep, opt) << "\n" << witness_lines(*s, rep) << land
+                << (stats ? stats_line(*s, rep, seconds) : std::string());
     }
     for (const Diagnostic& d : one.all()) diags.error(d.span, d.message).notes = d.notes;
     if (!rep.ok && failed_name.empty()) {
@@ -367,6 +407,7 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
       return 2;
     }
   }
+  const ActivityScope activity("emitting the header");
   for (const EmittedFile& file : target->emit(emit, proofs, eopt)) {
     if (out.empty() || out == "-") {
       std::cout << file.text;
@@ -417,7 +458,9 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   const ScheduleDecl* s = nullptr;
   if (const int rc = load_instance(c, p, root, prog, diags, sch, &s, commutative)) return rc;
   if (verify_too) verify(sch, diags);
-  std::cout << (json ? schedule_json(sch) : schedule_text(sch));
+  set_activity("printing " + s->name + " at p=" + std::to_string(p));
+  if (json) write_schedule_json(sch, std::cout);
+  else write_schedule_text(sch, std::cout);
   print_diags(diags, c.format);
   return diags.has_errors() ? 1 : 0;
 }
@@ -685,6 +728,7 @@ int cmd_cost(const Common& c, CostOptions o, bool alpha_local_set, bool beta_loc
   const ScheduleDecl& s = *decl;
   if (o.segment_bytes >= 0) sch.round_segments.assign(size_t(sch.num_rounds), o.segment_bytes);
   const CostVector vec{o.bytes / o.elem_size, o.elem_size, counts};
+  const ActivityScope activity("costing " + s.name + " at p=" + std::to_string(o.p));
   const CostResult res = simulate_cost(sch, vec, o.params);
   if (!res.ok) {
     std::cerr << "bine-cc: error: cannot cost '" << s.name << "' at p=" << o.p << ": " << res.error << "\n";
@@ -748,6 +792,7 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
     insts.push_back(std::move(in));
   }
   const CostVector vec{o.bytes / o.elem_size, o.elem_size};
+  const ActivityScope activity("counting the traffic at p=" + std::to_string(o.p));
   if (o.json) std::cout << "[";
   bool first = true;
   for (const RankMap& m : maps)
@@ -776,6 +821,47 @@ int cmd_traffic(const Common& c, const TrafficCli& o) {
   return diags.has_errors() ? 1 : 0;
 }
 
+// ---- resource limits (docs/cli.md, "Exit status") ----
+const char* g_p_option = "-p";     ///< the verb's option that makes instances smaller
+std::string g_diag_format = "text";  ///< --diagnostics-format of the verb
+/// The size of the last allocation that failed (operator new below), 0: none known.
+std::atomic<size_t> g_failed_alloc{0};
+/// Tests (docs/testing.md): allocations above this many bytes fail as if memory were out
+/// (environment variable BINE_FAIL_ALLOCATIONS_ABOVE, read at the start of main).
+std::atomic<size_t> g_fail_above{SIZE_MAX};
+
+/// "resource limit: WHAT; LEVER lowers it" on stderr (a JSON diagnostic with
+/// --diagnostics-format json), after what standard output holds so far; exit status 2.
+int resource_limit_exit(const std::string& what, ResourceLimit::Lever lever) {
+  std::cout.flush();
+  std::string how;
+  switch (lever) {
+    case ResourceLimit::Lever::p: how = std::string("a smaller ") + g_p_option + " lowers it"; break;
+    case ResourceLimit::Lever::blocks: how = "fewer blocks (the schedule's 'blocks') lower it"; break;
+    case ResourceLimit::Lever::ops:
+      how = "fewer operations per round and rank (the schedule's loop bounds) or a smaller " + std::string(g_p_option) +
+            " lower it";
+      break;
+  }
+  report_error(g_diag_format, "resource limit: " + what + "; " + how);
+  return 2;
+}
+std::string activity_text() {
+  const std::string a = activity();
+  return a.empty() ? std::string() : " while " + a;
+}
+/// An allocation failed that no account refused before (docs/verifier.md, "Memory").
+std::string out_of_memory_text() {
+  std::string source;
+  memory_available(&source);
+  const size_t n = g_failed_alloc.load();
+  return "out of memory" + activity_text() + (n ? ": an allocation of " + format_bytes(n) + " failed" : std::string(": an allocation failed")) +
+         " (the process may use " + source + ")";
+}
+std::string too_large_text(const char* what) {
+  return "a container larger than the address space" + activity_text() + " (" + what + ")";
+}
+
 /// `bine-cc rewrite ARGS`: execs bine-cc-rewrite (the Clang libTooling rewriter, built only
 /// when Clang 14's development files are found, docs/rewrite.md) from bine-cc's own
 /// directory, so that bine-cc does not link libclang. Returns only on failure.
@@ -792,9 +878,56 @@ int exec_rewrite(int argc, char** argv) {
   return 2;
 }
 
+/// std::terminate's last word: an allocation failure that escaped every handler (one
+/// thrown where no exception may pass, e.g. a noexcept function) is still a resource limit
+/// (exit 2); anything else is an internal error.
+[[noreturn]] void on_terminate() {
+  int rc = 134;
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const ResourceLimit& x) {
+      rc = resource_limit_exit(x.what(), x.lever());
+    } catch (const std::bad_alloc&) {
+      rc = resource_limit_exit(out_of_memory_text(), ResourceLimit::Lever::p);
+    } catch (const std::length_error& x) {
+      rc = resource_limit_exit(too_large_text(x.what()), ResourceLimit::Lever::p);
+    } catch (const std::exception& x) {
+      std::cerr << "bine-cc: internal error: uncaught exception: " << x.what() << "\n";
+    } catch (...) {
+      std::cerr << "bine-cc: internal error: uncaught exception\n";
+    }
+  }
+  std::cerr.flush();
+  if (rc == 2) std::_Exit(2);
+  std::abort();
+}
+
 }  // namespace
 
+/// operator new as the standard library's (malloc, the new-handler loop, std::bad_alloc),
+/// remembering the size of a request that fails: the resource-limit error says how much
+/// was asked for.
+void* operator new(size_t n) {
+  if (n == 0) n = 1;
+  for (;;) {
+    if (n > g_fail_above.load(std::memory_order_relaxed)) break;
+    if (void* p = std::malloc(n)) return p;
+    if (std::new_handler h = std::get_new_handler()) {
+      h();
+      continue;
+    }
+    break;
+  }
+  g_failed_alloc.store(n, std::memory_order_relaxed);
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n) { return ::operator new(n); }
+// (The library's operator delete frees with std::free, which matches.)
+
 int main(int argc, char** argv) {
+  std::set_terminate(on_terminate);
+  if (const char* e = std::getenv("BINE_FAIL_ALLOCATIONS_ABOVE"); e && *e) g_fail_above = std::strtoull(e, nullptr, 10);
 #ifdef __GLIBC__
   // Blocks of 1 MiB and more straight from the kernel and back to it when freed: glibc's
   // default threshold rises after the first large free, and freed heap memory stays in the
@@ -849,7 +982,10 @@ int main(int argc, char** argv) {
                   "one JSON report per schedule (excluded p with the false 'requires', order, failure) instead of text");
   check->add_option("--draw", check_draw,
                     "draw the first failing instance with its counterexample highlighted (SVG; PNG when FILE ends in .png)");
-  bool check_smt = false;
+  bool check_smt = false, check_stats = false;
+  check->add_flag("--stats", check_stats,
+                  "also print, per schedule, its largest instance's accounted memory (round store and verifier), the "
+                  "process's peak memory and the time (docs/verifier.md, \"Memory\")");
   int check_threads = 0;
   check->add_option("--threads", check_threads,
                     "threads that build and check one instance of p >= 256 ranks (default: the machine's, at most 8; 1: "
@@ -1069,22 +1205,42 @@ int main(int argc, char** argv) {
     }
     region_spec() = spec;
   }
-  if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
   if (check->parsed() && check_threads > 0) set_instance_threads(check_threads);
-  if (check->parsed()) return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry, landing_flag);
-  if (lwr->parsed()) return cmd_lower(common);
-  if (tun->parsed()) {
-    tune_cli.model = t_alpha->count() > 0;
-    return cmd_tune(common, tune_cli);
-  }
-  if (drw->parsed()) return cmd_draw(common, dcli);
-  if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
-  if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
-  if (trf->parsed()) return cmd_traffic(common, tcli);
-  if (cost->parsed()) {
-    copt.alpha_group_set = ag_opt->count() > 0;
-    copt.beta_group_set = bg_opt->count() > 0;
-    return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0, bytes_opt->count() > 0);
+  // The option that makes an instance smaller, for a resource-limit error.
+  const std::string p_option = check->parsed() || tun->parsed() ? "--ranks"
+                               : compile->parsed()               ? "--verify-ranks"
+                               : synth_bbs->parsed()             ? "--packets or a smaller --topology"
+                                                                 : "-p";
+  g_p_option = p_option.c_str();
+  g_diag_format = common.format;
+  // Every verb: an instance that does not fit in memory is an error of its own, exit 2
+  // (docs/cli.md), whether an account refused it before allocating (ResourceLimit) or an
+  // allocation failed (std::bad_alloc, std::length_error of a container too large).
+  try {
+    if (synth_bbs->parsed()) return cmd_synth_bbs(scli);
+    if (check->parsed())
+      return cmd_check(common, ranks, all_roots_up_to, quiet, check_json, check_draw, check_smt, no_symmetry, landing_flag,
+                       check_stats);
+    if (lwr->parsed()) return cmd_lower(common);
+    if (tun->parsed()) {
+      tune_cli.model = t_alpha->count() > 0;
+      return cmd_tune(common, tune_cli);
+    }
+    if (drw->parsed()) return cmd_draw(common, dcli);
+    if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
+    if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
+    if (trf->parsed()) return cmd_traffic(common, tcli);
+    if (cost->parsed()) {
+      copt.alpha_group_set = ag_opt->count() > 0;
+      copt.beta_group_set = bg_opt->count() > 0;
+      return cmd_cost(common, copt, al_opt->count() > 0, bl_opt->count() > 0, bytes_opt->count() > 0);
+    }
+  } catch (const ResourceLimit& e) {
+    return resource_limit_exit(e.what(), e.lever());
+  } catch (const std::bad_alloc&) {
+    return resource_limit_exit(out_of_memory_text(), ResourceLimit::Lever::p);
+  } catch (const std::length_error& e) {
+    return resource_limit_exit(too_large_text(e.what()), ResourceLimit::Lever::p);
   }
   return 2;
 }

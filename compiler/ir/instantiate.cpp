@@ -20,6 +20,7 @@
 #include "bine/rounds.hpp"
 #include "builtins_table.h"
 #include "frames.h"
+#include "resource.h"
 
 namespace bine {
 
@@ -231,6 +232,7 @@ class RankRun {
     mirror_ = nullptr;
     phase_name_.clear();
     in_round_ = false;
+    round_ops_ = 0;
     segment_ = 0;
     steps_ = 0;
   }
@@ -241,6 +243,9 @@ class RankRun {
   /// Whether to build the round labels: only the reference rank's are used (the first
   /// rank that runs the body); the others' rounds are compared by site and segment.
   bool keep_labels = true;
+  /// The instance's memory account (resource.h): a round or a rank whose operations would
+  /// not fit stops the instance with a ResourceLimit while it grows.
+  MemoryAccount* account = nullptr;
   std::vector<int64_t> segments;    ///< [body round] the `segment` size in force (bytes, 0: none)
   int64_t blocks = 1;
   int64_t scratch = 0;              ///< K of `scratch K` (buffers besides the vector)
@@ -467,10 +472,13 @@ class RankRun {
     segments.push_back(segment_);
     pipe_.begin_round();
     in_round_ = true;
+    round_ops_ = 0;
+    round_site_ = &site;
   }
   void close_round() {
     in_round_ = false;
     check(pipe_.end_round(rec));
+    round_ops_ = 0;
   }
   std::string where_label(const Stmt& s) const {
     std::string l = phase_name_.empty() ? "" : "phase " + phase_name_ + ", ";
@@ -646,7 +654,28 @@ class RankRun {
   }
   void in_round(const Stmt& s) {
     BINE_ASSERT(in_round_, s.span.where() + ": a transfer outside a round (sema classifies rounds)");
+    if (account && (++round_ops_ & 4095) == 0) check_memory();
   }
+ public:
+  /// Whether this rank's operations so far fit in the instance's budget: the round being
+  /// built (the pipeline's operations, a vector that doubles) and its recorded rounds.
+  void check_memory() const {
+    if (!account) return;
+    // A vector that doubles holds its old and its new array while it grows: 3x its size.
+    const uint64_t bytes = uint64_t(round_ops_) * 3 * sizeof(RoundOp) + uint64_t(rec.ops.capacity()) * sizeof(Op);
+    account->check(
+        bytes,
+        [&] {
+          return "rank " + std::to_string(rank_) + "'s operations (" + std::to_string(rec.ops.size() + size_t(round_ops_)) +
+                 " so far" +
+                 (round_site_ ? ", " + std::to_string(round_ops_) + " of them in the round opened at line " +
+                                    std::to_string(round_site_->span.line)
+                              : std::string()) +
+                 ")";
+        },
+        ResourceLimit::Lever::ops);
+  }
+ private:
 
   // ---- expressions ----
   Value eval(const Expr& e, const Span& at) {
@@ -1256,6 +1285,8 @@ class RankRun {
   RoundPipeline pipe_;
   std::string phase_name_;
   bool in_round_ = false;
+  int64_t round_ops_ = 0;             ///< transfers posted in the open round
+  const Stmt* round_site_ = nullptr;  ///< the statement that opened it
   int64_t segment_ = 0;  ///< the `segment` size in force (bytes, 0: none)
   int64_t steps_ = 0;
   std::vector<std::pair<const FnDecl*, bool>> fn_batchable_;  ///< batchable() of fn bodies met so far
@@ -1264,6 +1295,7 @@ class RankRun {
 int Recorder::round(RoundKind kind, std::vector<RoundOp>& ops) {
   for (RoundOp& o : ops) this->ops.push_back(run->op_of(std::move(o)));
   BINE_ASSERT(this->ops.size() < (uint64_t(1) << 32), "more than 2^32 - 1 ops on one rank");
+  run->check_memory();
   start.push_back(uint32_t(this->ops.size()));
   kinds.push_back(kind);
   return 0;
@@ -1313,6 +1345,15 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   out.fold_helper.assign(size_t(req.p), false);
   for (int64_t x = 0; x < req.p; ++x) out.fold_helper[size_t(x)] = fl.helper(x);
   const std::string inst = instance_label(req.p, out.root, decl.collective);
+  const ActivityScope activity("building the instance of " + decl.name + " at " + inst);
+  // The instance's memory (resource.h, docs/verifier.md "Memory"): the round store's index
+  // once the round count is known, then every rank's operations as it is placed; a rank's
+  // round checks itself while it grows (RankRun::check_memory()).
+  MemoryAccount account(decl.name + " at " + inst);
+  auto account_index = [&](size_t T) {
+    account.add(uint64_t(T) * uint64_t(req.p + 1) * sizeof(uint32_t) + uint64_t(T) * (sizeof(std::vector<std::vector<Op>>) + 64),
+                "its round store's index (" + std::to_string(T) + " rounds x " + std::to_string(req.p) + " ranks)");
+  };
 
   // Run every rank through the round pipeline: the body where the rank runs it, else
   // (two-one helpers) only the fold's rounds, once the instance's block count is known.
@@ -1331,6 +1372,12 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
     return InstStatus::error;
   };
   std::unique_ptr<RoundArenas> arenas = helpers ? nullptr : std::make_unique<RoundArenas>(req.p, *store);
+  // The store's chunks add their capacity as they are reserved (RoundStore::account); the
+  // recordings kept whole (fold helpers: every rank's until the end) add theirs here.
+  auto account_ops = [&](const Recorder& rec) {
+    if (!arenas) account.add(uint64_t(rec.ops.capacity()) * sizeof(Op), "its operations (" + std::to_string(sizeof(Op)) + " bytes each)");
+  };
+  store->account = &account;
   const RankRun* ref = nullptr;
   int64_t ref_rank = 0;  ///< the first rank that runs the body, whose run the others are compared with
   int64_t first_rank = -1;
@@ -1408,8 +1455,12 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       Part& part = parts[size_t(k)];
       part.lo = first + n * k / k_parts;
       part.hi = first + n * (k + 1) / k_parts;
+      part.store.account = &account;
       part.arenas = std::make_unique<RoundArenas>(part.hi - part.lo, part.store);
     }
+    // Each range's own index of its rounds, until it is absorbed (ref->rec: the rounds).
+    account.add(uint64_t(ref->rec.kinds.size()) * uint64_t(n + k_parts) * sizeof(uint32_t),
+                "the round indexes of its " + std::to_string(k_parts) + " rank ranges built side by side");
     std::atomic<int> lowest_failed{k_parts};
     auto work = [&](int k) {
       Part& part = parts[size_t(k)];
@@ -1430,6 +1481,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
             run->recycle(fl, x);
           } else {
             run = std::make_unique<RankRun>(rp, fl, part_sites, x, req.commutative, part.diags);
+            run->account = &account;
           }
           run->keep_labels = false;
           if (!run->run()) {
@@ -1437,6 +1489,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
             return stop();
           }
           if (!agree(*run, x, part.diags)) return stop();
+          account_ops(run->rec);
           if (!part.arenas->append(x - part.lo, run->rec)) {
             part.too_many = true;
             return stop();
@@ -1475,6 +1528,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
         runs[size_t(x)] = std::move(spare);
       } else {
         runs[size_t(x)] = std::make_unique<RankRun>(rp, fl, sites, x, req.commutative, diags);
+        runs[size_t(x)]->account = &account;
       }
       RankRun& cur = *runs[size_t(x)];
       cur.keep_labels = ref == nullptr;
@@ -1494,6 +1548,8 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       if (!ref) {
         ref = &cur;
         ref_rank = x;
+        if (arenas) account_index(cur.rec.kinds.size());
+        account_ops(cur.rec);
         if (arenas && !arenas->append(x, cur.rec)) return too_many();  // every rank, in order: all run the body
         if (arenas && x + 1 < req.p && req.p >= instance_parallel_min_p() && instance_threads() > 1) {
           const InstStatus st = run_parts(x + 1);
@@ -1503,6 +1559,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
         continue;
       }
       if (!agree(cur, x, diags)) return InstStatus::error;
+      account_ops(cur.rec);
       if (arenas && !arenas->append(x, cur.rec)) return too_many();
       if (x != first_rank) {  // compared: keep its rounds only
         if (!arenas) recorded[size_t(x)] = std::move(cur.rec);
@@ -1517,6 +1574,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
       if (!fl.runs_body(x)) {
         runs[size_t(x)]->run_helper(ref ? ref->blocks : 1);
         runs[size_t(x)]->rec.ops.shrink_to_fit();
+        account_ops(runs[size_t(x)]->rec);
       }
   } catch (const Failure&) {
     return InstStatus::error;
@@ -1604,6 +1662,7 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   } else {
     // Fold helpers: their rounds are placed (a two-one epilogue last) and every rank's
     // recording is moved into the round-major store.
+    account_index(T);
     store->start(req.p, T);
     std::vector<uint32_t> start(T + 1);
     for (int64_t x = 0; x < req.p; ++x) {
@@ -1626,6 +1685,10 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
     }
   }
   for (int64_t x = 0; x < req.p; ++x) out.ranks[size_t(x)] = RankRounds(store, x);
+  // The labels, the per-rank views (RankRounds) and what the index holds.
+  account.add(uint64_t(req.p) * sizeof(RankRounds) + uint64_t(T) * (sizeof(std::string) + 48 + sizeof(int64_t)),
+              "its rank views and round labels");
+  out.accounted_bytes = account.total();
   return InstStatus::ok;
 }
 

@@ -327,11 +327,20 @@ bool match_round(const Schedule& s, int64_t t, RoundMatching& m) {
 bool message_sizes_agree(const Schedule& s, const BlockSet& sent, const BlockSet& received) {
   if (collective_has_rank_blocks(s.collective)) return sent.size() == received.size();
   if (s.scratch == 0) return sent == received;
-  // the vector blocks (index mod B) named, in order
+  // The vector blocks (index mod B) named, in order, as maximal runs [lo, hi) of
+  // consecutive vector blocks: equal run lists are equal sequences (O(ranges), not
+  // O(blocks): a set may name 2^24 blocks).
+  const int64_t B = s.blocks;
   auto logical = [&](const BlockSet& x) {
-    std::vector<int64_t> v;
-    for (const auto& [lo, hi] : x.ranges())
-      for (int64_t i = lo; i < hi; ++i) v.push_back(i % s.blocks);
+    std::vector<std::pair<int64_t, int64_t>> v;
+    for (auto [lo, hi] : x.ranges())
+      while (lo < hi) {
+        const int64_t end = std::min(hi, (lo / B + 1) * B);  // within one buffer
+        const int64_t a = lo % B, b = a + (end - lo);
+        if (!v.empty() && v.back().second == a) v.back().second = b;
+        else v.emplace_back(a, b);
+        lo = end;
+      }
     return v;
   };
   return logical(sent) == logical(received);
@@ -362,8 +371,7 @@ std::string fold_text(const Schedule& s) {
 
 }  // namespace
 
-std::string schedule_text(const Schedule& s) {
-  std::ostringstream out;
+void write_schedule_text(const Schedule& s, std::ostream& out) {
   out << "schedule " << s.name << " implements " << collective_name(s.collective) << "\n";
   out << "p = " << s.p << ", root = " << s.root << ", blocks = " << s.blocks
       << (s.scratch > 0 ? ", scratch = " + std::to_string(s.scratch) : std::string()) << ", rounds = " << s.num_rounds
@@ -390,10 +398,69 @@ std::string schedule_text(const Schedule& s) {
         out << "   [" << line_of(origin_of(op)) << (origin_of(op).via.empty() ? "" : ", " + origin_of(op).via) << "]\n";
       }
   }
+}
+
+std::string schedule_text(const Schedule& s) {
+  std::ostringstream out;
+  write_schedule_text(s, out);
   return out.str();
 }
 
-std::string schedule_json(const Schedule& s) {
+namespace {
+
+/// Rank r's rounds as JSON (an array of rounds, each an array of ops).
+nlohmann::ordered_json rank_json(const Schedule& s, int64_t r) {
+  nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+  for (const Round& rd : s.ranks[size_t(r)]) {
+    nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+    for (const Op& op : rd) {
+      nlohmann::ordered_json o;
+      if (const auto* pm = std::get_if<PermuteOp>(&op)) {
+        o["op"] = "permute";
+        o["to"] = pm->to.get();
+        if (pm->origin->span.valid()) o["line"] = pm->origin->span.line;
+        ops.push_back(o);
+        continue;
+      }
+      auto ranges_of = [](const BlockSet& b) {
+        nlohmann::ordered_json v = nlohmann::ordered_json::array();
+        for (const auto& [lo, hi] : b.ranges()) v.push_back({lo, hi});
+        return v;
+      };
+      if (const auto* lo = std::get_if<LocalOp>(&op)) {
+        o["op"] = lo->reduce ? "local_reduce" : "local_copy";
+        o["src"] = ranges_of(lo->src);
+        o["blocks"] = ranges_of(lo->blocks);
+        if (lo->origin->span.valid()) {
+          o["line"] = lo->origin->span.line;
+          o["column"] = lo->origin->span.col;
+        }
+        ops.push_back(o);
+        continue;
+      }
+      const bool is_send = std::holds_alternative<SendOp>(op);
+      o["op"] = is_send ? "send" : (std::get<RecvOp>(op).reduce ? "recv_reduce" : "recv_copy");
+      o["peer"] = peer_of(op);
+      o["blocks"] = ranges_of(blocks_of(op));
+      const Origin& org = origin_of(op);
+      if (org.span.valid()) {
+        o["line"] = org.span.line;
+        o["column"] = org.span.col;
+      }
+      if (!org.via.empty()) o["via"] = org.via;
+      ops.push_back(o);
+    }
+    rounds.push_back(ops);
+  }
+  return rounds;
+}
+
+}  // namespace
+
+void write_schedule_json(const Schedule& s, std::ostream& out) {
+  // nlohmann's dump(1) of the whole object, written rank by rank: the document of one rank
+  // at a time (an instance of 2^20 rounds held as one JSON tree took gigabytes), each of
+  // its lines indented by its depth in the object (2: "ranks", then the rank's entry).
   nlohmann::ordered_json j;
   j["schedule"] = s.name;
   j["collective"] = collective_name(s.collective);
@@ -407,54 +474,24 @@ std::string schedule_json(const Schedule& s) {
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
   j["round_segments"] = s.round_segments;
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  std::string head = j.dump(1);  // "{\n ...\n}"
+  head.resize(head.size() - 2);  // without "\n}"
+  out << head << ",\n \"ranks\": [";
   for (int64_t r = 0; r < s.p; ++r) {
-    nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
-    for (const Round& rd : s.ranks[size_t(r)]) {
-      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
-      for (const Op& op : rd) {
-        nlohmann::ordered_json o;
-        if (const auto* pm = std::get_if<PermuteOp>(&op)) {
-          o["op"] = "permute";
-          o["to"] = pm->to.get();
-          if (pm->origin->span.valid()) o["line"] = pm->origin->span.line;
-          ops.push_back(o);
-          continue;
-        }
-        auto ranges_of = [](const BlockSet& b) {
-          nlohmann::ordered_json v = nlohmann::ordered_json::array();
-          for (const auto& [lo, hi] : b.ranges()) v.push_back({lo, hi});
-          return v;
-        };
-        if (const auto* lo = std::get_if<LocalOp>(&op)) {
-          o["op"] = lo->reduce ? "local_reduce" : "local_copy";
-          o["src"] = ranges_of(lo->src);
-          o["blocks"] = ranges_of(lo->blocks);
-          if (lo->origin->span.valid()) {
-            o["line"] = lo->origin->span.line;
-            o["column"] = lo->origin->span.col;
-          }
-          ops.push_back(o);
-          continue;
-        }
-        const bool is_send = std::holds_alternative<SendOp>(op);
-        o["op"] = is_send ? "send" : (std::get<RecvOp>(op).reduce ? "recv_reduce" : "recv_copy");
-        o["peer"] = peer_of(op);
-        o["blocks"] = ranges_of(blocks_of(op));
-        const Origin& org = origin_of(op);
-        if (org.span.valid()) {
-          o["line"] = org.span.line;
-          o["column"] = org.span.col;
-        }
-        if (!org.via.empty()) o["via"] = org.via;
-        ops.push_back(o);
-      }
-      rounds.push_back(ops);
+    const std::string rank = rank_json(s, r).dump(1);
+    out << (r ? ",\n  " : "\n  ");
+    for (char ch : rank) {
+      out << ch;
+      if (ch == '\n') out << "  ";
     }
-    ranks.push_back(rounds);
   }
-  j["ranks"] = ranks;
-  return j.dump(1) + "\n";
+  out << (s.p > 0 ? "\n ]\n}\n" : "]\n}\n");
+}
+
+std::string schedule_json(const Schedule& s) {
+  std::ostringstream out;
+  write_schedule_json(s, out);
+  return out.str();
 }
 
 }  // namespace bine

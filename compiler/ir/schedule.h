@@ -3,6 +3,7 @@
 // Every analysis (verify, cost, translation validation) runs on this level.
 #pragma once
 #include <atomic>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <variant>
@@ -10,6 +11,7 @@
 
 #include "ast.h"
 #include "bine/blockset.hpp"
+#include "resource.h"
 
 namespace bine {
 
@@ -101,6 +103,8 @@ class BlockSetRef {
   bool empty() const { return get().empty(); }
   const RangeList& ranges() const { return get().ranges(); }
   bool contains(int64_t i) const { return get().contains(i); }
+  /// The interned set's id: dense, 0 for the empty set, below interned_block_sets() + 1.
+  uint32_t id() const { return id_; }
   friend bool operator==(BlockSetRef a, BlockSetRef b) { return a.id_ == b.id_; }
   friend bool operator!=(BlockSetRef a, BlockSetRef b) { return a.id_ != b.id_; }
 
@@ -195,6 +199,9 @@ struct RoundStore {
   static constexpr size_t kMaxChunks = size_t(1) << (32 - kIndexBits);  ///< chunks a round may have
   int64_t p = 0;                                 ///< ranks
   std::vector<std::vector<std::vector<Op>>> ops;  ///< [round][chunk] the round's ops, rank after rank
+  /// Instantiation's memory account (resource.h): each chunk's capacity is added to it
+  /// before it is reserved (a round that would not fit stops with a ResourceLimit).
+  MemoryAccount* account = nullptr;
   std::vector<uint32_t> at;                      ///< T * (p + 1) starts (see above)
   size_t rounds() const { return ops.size(); }
   Round round(size_t t, size_t r) const {
@@ -220,7 +227,9 @@ struct RoundStore {
     if (n > 0 && (chunks.empty() || chunks.back().size() + n > std::min(chunks.back().capacity(), kMaxChunk))) {
       if (chunks.size() + 1 >= kMaxChunks) return false;
       const size_t used = chunks.empty() ? 0 : chunks.back().capacity();
-      chunks.emplace_back().reserve(std::max(n, std::min<size_t>(kMaxChunk, 2 * used + 16)));
+      const size_t cap = std::max(n, std::min<size_t>(kMaxChunk, 2 * used + 16));
+      if (account) account->add(cap * sizeof(Op) + sizeof(std::vector<Op>), "its operations (" + std::to_string(sizeof(Op)) + " bytes each)");
+      chunks.emplace_back().reserve(cap);
     }
     at[t * size_t(p + 1) + x] = here(t);
     if (n > 0) std::move(first, last, std::back_inserter(chunks.back()));
@@ -343,6 +352,9 @@ struct Schedule {
   /// rank renumbering of the instance's root). Empty / false for other schedules.
   bool one_port = false;
   std::vector<std::pair<int64_t, int64_t>> links;
+  /// The bytes instantiation accounted for (resource.h, docs/verifier.md "Memory"): the
+  /// round store's index, the ops, the rank views and labels. 0 for schedules built by hand.
+  uint64_t accounted_bytes = 0;
 };
 
 /// Threads that build and check one instance of at least `min_p` ranks: instantiation runs
@@ -428,5 +440,9 @@ std::string format_blocks(const BlockSet& s);
 std::string schedule_text(const Schedule& s);
 /// JSON serialization; deterministic (rank, round, op order).
 std::string schedule_json(const Schedule& s);
+/// The same texts written to `out` as they are made (one rank's JSON document at a time),
+/// for instances whose text is larger than the instance.
+void write_schedule_text(const Schedule& s, std::ostream& out);
+void write_schedule_json(const Schedule& s, std::ostream& out);
 
 }  // namespace bine

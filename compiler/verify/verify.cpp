@@ -1,5 +1,7 @@
 #include "verify.h"
 
+#include "resource.h"
+
 #include <algorithm>
 #include <exception>
 #include <map>
@@ -50,6 +52,8 @@ class FlatMap {
       if (slots_[i].key == kEmpty) return false;
     }
   }
+  /// The instance's account (resource.h): the table's growth is added to it.
+  MemoryAccount* acct = nullptr;
   /// Inserts k -> v (k must be absent).
   void insert(uint64_t k, int32_t v) {
     if (4 * (n_ + 1) > 3 * slots_.size()) grow();
@@ -74,8 +78,10 @@ class FlatMap {
     return size_t(k) & (slots_.size() - 1);
   }
   void grow() {
+    const size_t cap = std::max<size_t>(16, 2 * slots_.size());
+    if (acct && cap >= 4096) acct->add(cap * sizeof(Slot), "a hash table of the verifier (" + std::to_string(cap) + " slots)");
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(16, 2 * old.size()), Slot{});
+    slots_.assign(cap, Slot{});
     n_ = 0;
     for (const Slot& e : old)
       if (e.key != kEmpty) insert(e.key, e.val);
@@ -159,6 +165,8 @@ class RankSets {
       for (int64_t r = std::max<int64_t>(x->first, n); r < x->second; ++r) v.push_back(r);
     return v;
   }
+  /// The intervals [lo, hi) of set a, in order.
+  std::vector<Interval> intervals(int32_t a) const { return std::vector<Interval>(begin(a), end(a)); }
   /// a == [0, p).
   bool is_all(int32_t a, int64_t p) const {
     return end(a) - begin(a) == 1 && begin(a)->first == 0 && begin(a)->second == p;
@@ -186,6 +194,11 @@ class RankSets {
       if (size_t(end(id) - begin(id)) == cand_.size() && std::equal(cand_.begin(), cand_.end(), begin(id))) return id;
     }
     const int32_t id = int32_t(start_.size() - 1);
+    if (acct && (pool_.size() + cand_.size()) * sizeof(Interval) + start_.size() * sizeof(size_t) > accounted_ + (size_t(1) << 20)) {
+      const size_t now = (pool_.size() + cand_.size()) * sizeof(Interval) + start_.size() * (sizeof(size_t) + 2 * sizeof(int32_t));
+      acct->add(now - accounted_, "the verifier's sets of ranks (" + std::to_string(start_.size()) + " sets)");
+      accounted_ = now;
+    }
     pool_.insert(pool_.end(), cand_.begin(), cand_.end());
     start_.push_back(pool_.size());
     table_[i] = id;
@@ -204,6 +217,17 @@ class RankSets {
   std::vector<int32_t> table_;           ///< open-addressing index of the sets by content
   std::vector<Interval> cand_;           ///< the set being built
   FlatMap unions_;                       ///< (min id, max id) -> union or kNone
+  size_t accounted_ = 0;                 ///< bytes of pool_ and the index added to acct
+
+ public:
+  /// The instance's account (resource.h).
+  void set_account(MemoryAccount* a) {
+    acct = a;
+    unions_.acct = a;
+  }
+
+ private:
+  MemoryAccount* acct = nullptr;
 };
 
 /// A rows x cols matrix in one array (the verifier's per-rank, per-slot state: one
@@ -253,9 +277,10 @@ struct WriteSite {
 
 class Verifier {
  public:
-  Verifier(const Schedule& s, DiagnosticSink& d, const VerifyOptions& o)
-      : s_(s), diags_(d) {
-    (void)o;
+  Verifier(const Schedule& s, DiagnosticSink& d, const VerifyOptions& o, MemoryAccount& acct)
+      : s_(s), diags_(d), opt_(o), acct_(acct) {
+    sets_.set_account(&acct);
+    same_.acct = &acct;
   }
 
   /// The checks in their order on one thread: the structure, then the data flow and
@@ -280,8 +305,8 @@ class Verifier {
   /// again on one thread rather than trusted.
   VerifyResult run_side_by_side() {
     DiagnosticSink structure_diags, flow_diags;
-    Verifier st(s_, structure_diags, VerifyOptions{});
-    Verifier fl(s_, flow_diags, VerifyOptions{});
+    Verifier st(s_, structure_diags, opt_, acct_);
+    Verifier fl(s_, flow_diags, opt_, acct_);
     fl.speculative_ = true;
     bool structure_ok = false;
     VerifyResult counts, res;
@@ -459,13 +484,6 @@ class Verifier {
       }
     return true;
   }
-  /// Ops of rank x in round t with peer y, of one direction.
-  std::vector<const Op*> ops_with(int64_t x, int64_t t, int64_t y, bool sends) const {
-    std::vector<const Op*> v;
-    for (const Op& op : s_.ranks[size_t(x)][size_t(t)])
-      if (peer_of(op) == y && std::holds_alternative<SendOp>(op) == sends) v.push_back(&op);
-    return v;
-  }
   /// Whether every transfer between x and y in round t has its counterpart (match_round's
   /// rule, schedule.h).
   bool pair_matches(int64_t x, int64_t t, int64_t y) const {
@@ -529,7 +547,11 @@ class Verifier {
       cur_t_ = -1;
       if (!match_round(s_, t, cur_)) {
         match_.resize(size_t(s_.num_rounds));
-        for (int64_t u = 0; u < s_.num_rounds; ++u) match_round(s_, u, match_[size_t(u)]);
+        for (int64_t u = 0; u < s_.num_rounds; ++u) {
+          match_round(s_, u, match_[size_t(u)]);
+          acct_.add((match_[size_t(u)].at.capacity() + match_[size_t(u)].mate.capacity()) * sizeof(uint32_t),
+                    "the matching of every round (to explain the deadlock)");
+        }
         all_rounds_ = true;
         return false;
       }
@@ -593,11 +615,20 @@ class Verifier {
     for (int64_t dist = 1; dist < T; ++dist)
       for (int64_t u : {t + dist, t - dist})
         if (u >= 0 && u < T) order.push_back(u);
+    // Only an operation unmatched in its own round can be this one's counterpart (a
+    // matched one belongs to another message): the first in that order, named by its blocks.
     for (int64_t u : order) {
-      const auto other = ops_with(y, u, x, !is_send);
-      if (other.empty()) continue;
-      add_note(d, origin_of(*other.front()).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
-                                                      " in round " + std::to_string(u));
+      const Round& rd = s_.ranks[size_t(y)][size_t(u)];
+      const Op* other = nullptr;
+      for (size_t i = 0; i < rd.size() && !other; ++i)
+        if (is_transfer(rd[i]) && peer_of(rd[i]) == x && std::holds_alternative<SendOp>(rd[i]) == !is_send &&
+            matching(u).mate_of(y, i) < 0)
+          other = &rd[i];
+      if (!other) continue;
+      add_note(d, origin_of(*other).span, "rank " + std::to_string(y) + " posts the matching " + (is_send ? "receive" : "send") +
+                                              " in round " + std::to_string(u) + " (its " + (is_send ? "receive" : "send") +
+                                              (blocks_of(*other).empty() ? std::string() : " of blocks " + format_blocks(blocks_of(*other))) +
+                                              (is_send ? " from" : " to") + " rank " + std::to_string(x) + ", unmatched there)");
       cex_.match_round = u;
       break;
     }
@@ -649,8 +680,10 @@ class Verifier {
         }
     }
   }
-  /// "block 3", or "block 3 of buffer 2" for a scratch block.
-  std::string blk(int64_t i) const {
+  /// "block 3", or "block 3 of buffer 2" for a scratch block: the first slot of class c
+  /// (init_classes()).
+  std::string blk(int64_t c) const {
+    const int64_t i = lo_of(c);
     if (i < s_.blocks) return "block " + std::to_string(i);
     return "block " + std::to_string(i % s_.blocks) + " of buffer " + std::to_string(i / s_.blocks);
   }
@@ -756,17 +789,95 @@ class Verifier {
     return true;
   }
 
+  // ---- block classes ----
+  /// The data flow runs on classes of slots rather than on single blocks: for a vector
+  /// collective (bcast, reduce, allreduce, scan, exscan; and barrier, whose messages carry
+  /// none), the cut points of every block set an operation of the instance names, taken
+  /// modulo B, split [0, B) into runs of blocks that every operation treats alike (it names
+  /// all of a run or none of it), and each buffer's slots into the same runs. Messages and
+  /// local statements of these collectives map the k-th block onto the k-th block of equal
+  /// sets (the same vector blocks, in order, with scratch buffers: message_sizes_agree()),
+  /// so every block of a run goes through the same receives, reductions and copies as the
+  /// run's first block, with its own index: one state per run is exact, and the run's first
+  /// block, which fails first if any does, names it. `blocks 2^24` whose messages are whole
+  /// vectors then costs what `blocks 1` costs. Rank-indexed collectives (messages pair
+  /// blocks by count, `permute`) and instances with a `permute` keep one class per block,
+  /// as do instances whose sets cut every block (then the classes are the blocks);
+  /// VerifyOptions::block_classes = false forces that (the reference, tests/unit).
+  void init_classes() {
+    const int64_t B = s_.blocks, S = B * (s_.scratch + 1);
+    identity_ = true;
+    classes_ = S;
+    vclasses_ = B;
+    cls_lo_.clear();
+    if (!opt_.block_classes || collective_has_rank_blocks(s_.collective) || B <= 1) return;
+    std::vector<int64_t> cut{0};
+    std::vector<bool> seen;  // interned block sets already cut (BlockSetRef ids)
+    bool permutes = false;
+    auto add = [&](BlockSetRef r) {
+      const size_t id = r.id();
+      if (id < seen.size() && seen[id]) return;
+      if (id >= seen.size()) seen.resize(std::max<size_t>(id + 1, 2 * seen.size()), false);
+      seen[id] = true;
+      for (const auto& [lo, hi] : r.ranges()) {
+        cut.push_back(lo % B);
+        cut.push_back(hi % B);
+      }
+    };
+    any_op_round([&](int64_t, int64_t, const Round& rd) {
+      for (const Op& op : rd) {
+        if (std::holds_alternative<PermuteOp>(op)) permutes = true;
+        else if (const auto* lo = std::get_if<LocalOp>(&op)) add(lo->src), add(lo->blocks);
+        else add(block_ref_of(op));
+      }
+      return permutes;
+    });
+    if (permutes) return;
+    std::sort(cut.begin(), cut.end());
+    cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
+    const int64_t V = int64_t(cut.size());  // runs of [0, B): [cut[v], cut[v + 1]), the last up to B
+    if (V == B) return;                      // every block cut: the classes are the blocks
+    identity_ = false;
+    vclasses_ = V;
+    classes_ = V * (s_.scratch + 1);
+    cls_lo_.reserve(size_t(classes_ + 1));
+    for (int64_t j = 0; j <= s_.scratch; ++j)
+      for (int64_t v = 0; v < V; ++v) cls_lo_.push_back(j * B + cut[size_t(v)]);
+    cls_lo_.push_back(S);
+  }
+  /// The first slot of class c.
+  int64_t lo_of(int64_t c) const { return identity_ ? c : cls_lo_[size_t(c)]; }
+  /// Appends the classes of set `b`, in order (its ranges are unions of classes).
+  void classes_of(const BlockSet& b, std::vector<int64_t>& out) const {
+    for (const auto& [lo, hi] : b.ranges()) {
+      if (identity_) {
+        for (int64_t i = lo; i < hi; ++i) out.push_back(i);
+        continue;
+      }
+      int64_t c = int64_t(std::upper_bound(cls_lo_.begin(), cls_lo_.end(), lo) - cls_lo_.begin()) - 1;
+      for (; c < classes_ && cls_lo_[size_t(c)] < hi; ++c) out.push_back(c);
+    }
+  }
+
   // ---- data flow ----
-  int32_t leaf(int64_t rank, int64_t block) {
-    int32_t& id = leaves_[size_t(rank * s_.blocks + block)];
+  /// Rank `rank`'s original data of vector class c (its first block stands for all).
+  int32_t leaf(int64_t rank, int64_t c) {
+    int32_t& id = leaves_[size_t(rank * vclasses_ + c)];
     if (id == kNone) {
       Term t;
-      t.block = int32_t(block);
+      t.block = int32_t(lo_of(c));
       t.lo = t.hi = int32_t(rank);
       t.set = circ(rank);
-      id = int32_t(terms_.size());
-      terms_.push_back(t);
+      id = new_term(t);
     }
+    return id;
+  }
+  /// Appends term t; the terms' memory is added to the account a chunk at a time.
+  int32_t new_term(const Term& t) {
+    if ((terms_.size() & 4095) == 0)
+      acct_.add(4096 * sizeof(Term), "the verifier's reduction terms (" + std::to_string(terms_.size()) + " so far)");
+    const int32_t id = int32_t(terms_.size());
+    terms_.push_back(t);
     return id;
   }
   /// Terms a and b hold data of different blocks: reducing them mixes blocks (every
@@ -829,8 +940,7 @@ class Verifier {
     t.count = x.count + y.count;
     t.set = leaves;  // leaf_union(a, b): disjoint, the caller checked
     t.ordered = x.ordered && y.ordered && x.hi + 1 == y.lo;
-    const int32_t id = int32_t(terms_.size());
-    terms_.push_back(t);
+    const int32_t id = new_term(t);
     Term& l = terms_[size_t(a)];  // the newest pair second, the oldest forgotten
     l.memo_right[0] = l.memo_right[1];
     l.memo[0] = l.memo[1];
@@ -863,12 +973,18 @@ class Verifier {
     return true;
   }
   void init_state() {
-    leaves_.assign(size_t(s_.p * s_.blocks), kNone);
-    const size_t slots = size_t(s_.blocks * (s_.scratch + 1));  // the vector, then the scratch buffers (empty)
+    init_classes();
+    // The vector's classes, then the scratch buffers' (empty).
+    const size_t slots = size_t(classes_);
+    acct_.add(uint64_t(s_.p) * (uint64_t(vclasses_) * sizeof(int32_t) + slots * (sizeof(int32_t) + sizeof(WriteSite))),
+              "the data-flow state (" + std::to_string(s_.p) + " ranks x " + std::to_string(slots) + " block" +
+                  (identity_ ? "s" : " classes") + ")",
+              uint64_t(slots) > uint64_t(s_.p) ? ResourceLimit::Lever::blocks : ResourceLimit::Lever::p);
+    leaves_.assign(size_t(s_.p * vclasses_), kNone);
     state_.assign(size_t(s_.p), slots, kNone);
     writer_.assign(size_t(s_.p), slots, WriteSite{});
     for (int64_t x = 0; x < s_.p; ++x)
-      for (int64_t b = 0; b < s_.blocks; ++b) {
+      for (int64_t b = 0; b < vclasses_; ++b) {
         int32_t v = kNone;
         switch (s_.collective) {
           case Collective::reduce:
@@ -880,7 +996,7 @@ class Verifier {
           case Collective::bcast:
           case Collective::scatter: v = x == s_.root ? leaf(x, b) : kNone; break;
           case Collective::allgather:
-          case Collective::gather: v = b == x ? leaf(x, b) : kNone; break;
+          case Collective::gather: v = b == x ? leaf(x, b) : kNone; break;  // rank-indexed: a class is a block
           case Collective::alltoall: v = leaf(x, b); break;
         }
         state_[size_t(x)][size_t(b)] = v;
@@ -899,6 +1015,8 @@ class Verifier {
   static constexpr int64_t kMaxBarrierP = 16384;
   void init_heard() {
     words_ = size_t((s_.p + 63) / 64);
+    acct_.add(2 * uint64_t(s_.p) * words_ * sizeof(uint64_t),
+              "the barrier's who-has-heard-from-whom bits (" + std::to_string(s_.p) + " x " + std::to_string(s_.p) + " bits, twice)");
     heard_.assign(size_t(s_.p) * words_, 0);
     for (int64_t x = 0; x < s_.p; ++x) heard_[size_t(x) * words_ + size_t(x / 64)] |= uint64_t(1) << (x % 64);
   }
@@ -953,71 +1071,73 @@ class Verifier {
         if (direct_ && rv->blocks.size() != 1) direct_ = false;
         // The k-th sent block lands in the k-th received block (identical sets for vector
         // collectives, equal counts for rank-indexed blocks; check_sizes() proved it).
+        // In classes of blocks (init_classes()): the k-th sent class onto the k-th received.
         std::vector<int64_t>& from = from_;
         from.clear();
-        for (const auto& [lo, hi] : blocks_of(snd).ranges())
-          for (int64_t b = lo; b < hi; ++b) from.push_back(b);
+        classes_of(blocks_of(snd), from);
+        std::vector<int64_t>& into = into_;
+        into.clear();
+        classes_of(rv->blocks, into);
         size_t next = 0;
-        for (const auto& [lo, hi] : rv->blocks.ranges())
-          for (int64_t b = lo; b < hi; ++b) {
-            if (next == from.size()) return speculation_failed();
-            const int64_t sb = from[next++];
-            const int32_t v = state_[size_t(x)][size_t(sb)];
-            if (v == kNone) {
-              Diagnostic& d = record(report(origin_of(snd), at(x, t, sb) + "rank " + std::to_string(x) + " sends " + blk(sb) +
-                                                                " to rank " + std::to_string(y) + " but holds no data for it"),
-                                     K::no_data, x, t, sb, y);
-              add_write_note(d, x, sb);
+        for (const int64_t b : into) {
+          if (next == from.size()) return speculation_failed();
+          const int64_t sb = from[next++];
+          const int32_t v = state_[size_t(x)][size_t(sb)];
+          if (v == kNone) {
+            Diagnostic& d = record(report(origin_of(snd), at(x, t, lo_of(sb)) + "rank " + std::to_string(x) + " sends " + blk(sb) +
+                                                              " to rank " + std::to_string(y) + " but holds no data for it"),
+                                   K::no_data, x, t, lo_of(sb), y);
+            add_write_note(d, x, sb);
+            return false;
+          }
+          if (direct_) {  // the item from x to y, moved by x itself
+            const Term& it = terms_[size_t(v)];
+            if (!(it.count == 1 && it.lo == x && it.hi == x && it.block == y)) direct_ = false;
+          }
+          int32_t nv = v;
+          if (rv->reduce) {
+            // A block reduced twice in this round: the second reduction combines into the
+            // result of the first (runtime order), so a repeated contribution shows.
+            const int64_t prev = reduced_[size_t(b)];
+            const int32_t o = prev >= 0 ? ups[size_t(prev)].term : state_[size_t(y)][size_t(b)];
+            if (o == kNone) {
+              record(report(rv->origin, at(y, t, lo_of(b)) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
+                                            " but holds no data for it"),
+                     K::no_data, y, t, lo_of(b), x, true);
               return false;
             }
-            if (direct_) {  // the item from x to y, moved by x itself
-              const Term& it = terms_[size_t(v)];
-              if (!(it.count == 1 && it.lo == x && it.hi == x && it.block == y)) direct_ = false;
+            const int32_t leaves = leaf_union(o, v);
+            if (leaves == kNone) {
+              const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
+              Diagnostic& d = record(report(rv->origin, at(y, t, lo_of(b)) + "double-counted contribution: the contribution of rank" +
+                                                            (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " to block " +
+                                                            std::to_string(lo_of(b)) + " reaches rank " + std::to_string(y) + " twice"),
+                                     K::double_count, y, t, lo_of(b), x, true);
+              cex_.doubled_ranks = dup;
+              add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
+              return false;
             }
-            int32_t nv = v;
-            if (rv->reduce) {
-              // A block reduced twice in this round: the second reduction combines into the
-              // result of the first (runtime order), so a repeated contribution shows.
-              const int64_t prev = reduced_[size_t(b)];
-              const int32_t o = prev >= 0 ? ups[size_t(prev)].term : state_[size_t(y)][size_t(b)];
-              if (o == kNone) {
-                record(report(rv->origin, at(y, t, b) + "rank " + std::to_string(y) + " reduces into " + blk(b) +
-                                              " but holds no data for it"),
-                       K::no_data, y, t, b, x, true);
-                return false;
-              }
-              const int32_t leaves = leaf_union(o, v);
-              if (leaves == kNone) {
-                const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
-                Diagnostic& d = record(report(rv->origin, at(y, t, b) + "double-counted contribution: the contribution of rank" +
-                                                              (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " to block " +
-                                                              std::to_string(b) + " reaches rank " + std::to_string(y) + " twice"),
-                                       K::double_count, y, t, b, x, true);
-                cex_.doubled_ranks = dup;
-                add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
-                return false;
-              }
-              if (mixes(o, v)) {
-                // Reported where it happens, not at the postcondition (issue 18).
-                Diagnostic& d = record(report(rv->origin, at(y, t, b) + "block " + std::to_string(b) +
-                                                              " is combined with data of another block (block " +
-                                                              std::to_string(terms_[size_t(v)].block) + ", sent by rank " +
-                                                              std::to_string(x) + " from its block " + std::to_string(sb) + ")"),
-                                       K::wrong_data, y, t, b, x, true);
-                add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
-                return false;
-              }
-              nv = received_is_left_operand(x, y) ? combine(v, o, leaves) : combine(o, v, leaves);
-              if (prev >= 0) {
-                ups[size_t(prev)].term = nv;
-                ups[size_t(prev)].origin = &rv->origin.get();
-                continue;
-              }
-              reduced_[size_t(b)] = int64_t(ups.size());
-              touched_.push_back(b);
+            if (mixes(o, v)) {
+              // Reported where it happens, not at the postcondition (issue 18).
+              Diagnostic& d = record(report(rv->origin, at(y, t, lo_of(b)) + "block " + std::to_string(lo_of(b)) +
+                                                            " is combined with data of another block (block " +
+                                                            std::to_string(terms_[size_t(v)].block) + ", sent by rank " +
+                                                            std::to_string(x) + " from its block " + std::to_string(lo_of(sb)) + ")"),
+                                     K::wrong_data, y, t, lo_of(b), x, true);
+              add_note(d, origin_of(snd).span, "rank " + std::to_string(x) + " sends it here");
+              return false;
             }
-            ups.push_back({y, b, nv, &rv->origin.get()});
+            nv = received_is_left_operand(x, y) ? combine(v, o, leaves) : combine(o, v, leaves);
+            if (prev >= 0) {
+              ups[size_t(prev)].term = nv;
+              ups[size_t(prev)].origin = &rv->origin.get();
+              continue;
+            }
+            reduced_[size_t(b)] = int64_t(ups.size());
+            touched_.push_back(b);
           }
+          ups.push_back({y, b, nv, &rv->origin.get()});
+        }
       }
     }
     for (const Update& u : ups) {
@@ -1060,79 +1180,183 @@ class Verifier {
              K::local, y, t, first_block(lo.blocks));
       return false;
     }
-    std::vector<int64_t> from;
-    for (const auto& [a, b] : lo.src->ranges())
-      for (int64_t i = a; i < b; ++i) from.push_back(i);
+    std::vector<int64_t> from, into;  // classes (init_classes())
+    classes_of(lo.src, from);
+    classes_of(lo.blocks, into);
     size_t next = 0;
     int32_t* st = state_[size_t(y)];
-    for (const auto& [a, b] : lo.blocks.ranges())
-      for (int64_t d = a; d < b; ++d) {
-        const int64_t sb = from[next++];
-        const int32_t v = st[size_t(sb)];
-        if (v == kNone) {
-          Diagnostic& dg = record(report(lo.origin, at(y, t, sb) + what + ": rank " + std::to_string(y) + " reads " + blk(sb) +
-                                             " but holds no data for it"),
-                                  K::no_data, y, t, sb);
-          add_write_note(dg, y, sb);
+    for (const int64_t d : into) {
+      const int64_t sb = from[next++];
+      const int32_t v = st[size_t(sb)];
+      if (v == kNone) {
+        Diagnostic& dg = record(report(lo.origin, at(y, t, lo_of(sb)) + what + ": rank " + std::to_string(y) + " reads " + blk(sb) +
+                                           " but holds no data for it"),
+                                K::no_data, y, t, lo_of(sb));
+        add_write_note(dg, y, sb);
+        return false;
+      }
+      int32_t nv = v;
+      if (lo.reduce) {
+        const int32_t o = st[size_t(d)];
+        if (o == kNone) {
+          record(report(lo.origin, at(y, t, lo_of(d)) + "local reduce: rank " + std::to_string(y) + " reduces into " + blk(d) +
+                                   " but holds no data for it"),
+                 K::no_data, y, t, lo_of(d));
           return false;
         }
-        int32_t nv = v;
-        if (lo.reduce) {
-          const int32_t o = st[size_t(d)];
-          if (o == kNone) {
-            record(report(lo.origin, at(y, t, d) + "local reduce: rank " + std::to_string(y) + " reduces into " + blk(d) +
-                                     " but holds no data for it"),
-                   K::no_data, y, t, d);
-            return false;
-          }
-          const int32_t leaves = leaf_union(o, v);
-          if (leaves == kNone) {
-            const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
-            record(report(lo.origin, at(y, t, d) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
-                                     " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
-                   K::double_count, y, t, d);
-            cex_.doubled_ranks = dup;
-            return false;
-          }
-          if (mixes(o, v)) {
-            record(report(lo.origin, at(y, t, d) + "local reduce: block " + std::to_string(d) +
-                                     " is combined with data of another block (block " +
-                                     std::to_string(terms_[size_t(v)].block) + ", from " + blk(sb) + ")"),
-                   K::wrong_data, y, t, d);
-            return false;
-          }
-          nv = combine(v, o, leaves);
+        const int32_t leaves = leaf_union(o, v);
+        if (leaves == kNone) {
+          const std::vector<int64_t> dup = sets_.intersection(set_id(o), set_id(v));
+          record(report(lo.origin, at(y, t, lo_of(d)) + "double-counted contribution: local reduce of " + blk(sb) + " into " + blk(d) +
+                                   " counts rank" + (dup.size() > 1 ? "s " : " ") + list_ranks(dup) + " twice"),
+                 K::double_count, y, t, lo_of(d));
+          cex_.doubled_ranks = dup;
+          return false;
         }
-        st[size_t(d)] = nv;
-        writer_[size_t(y)][size_t(d)] = {t, &lo.origin.get()};
+        if (mixes(o, v)) {
+          record(report(lo.origin, at(y, t, lo_of(d)) + "local reduce: block " + std::to_string(lo_of(d)) +
+                                   " is combined with data of another block (block " +
+                                   std::to_string(terms_[size_t(v)].block) + ", from " + blk(sb) + ")"),
+                 K::wrong_data, y, t, lo_of(d));
+          return false;
+        }
+        nv = combine(v, o, leaves);
       }
+      st[size_t(d)] = nv;
+      writer_[size_t(y)][size_t(d)] = {t, &lo.origin.get()};
+    }
     return true;
   }
+  /// Ranks in increasing order as ranges, "{0-3, 5, 128-255}": at most 16 ranges, then
+  /// "... (N ranks)".
   static std::string list_ranks(const std::vector<int64_t>& v) {
+    std::vector<std::pair<int64_t, int64_t>> runs;  // [lo, hi]
+    for (int64_t r : v) {
+      if (!runs.empty() && runs.back().second + 1 == r) runs.back().second = r;
+      else runs.push_back({r, r});
+    }
+    return ranges_text(runs, int64_t(v.size()));
+  }
+  /// "{0-3, 5}" of inclusive runs [lo, hi]; `count` ranks in all.
+  static std::string ranges_text(const std::vector<std::pair<int64_t, int64_t>>& runs, int64_t count) {
     std::string s = "{";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (i == 16) {
+        s += ", ... (" + std::to_string(count) + " ranks)";
+        break;
+      }
+      s += (i ? ", " : "") + std::to_string(runs[i].first);
+      if (runs[i].second > runs[i].first) s += "-" + std::to_string(runs[i].second);
+    }
     return s + "}";
   }
+  /// Term a's leaf ranks as ranges.
+  std::string leaf_set_text(int32_t a) {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    int64_t count = 0;
+    for (const auto& [lo, hi] : sets_.intervals(set_id(a))) {
+      runs.push_back({lo, hi - 1});
+      count += hi - lo;
+    }
+    return ranges_text(runs, count);
+  }
+  /// Term a as a bracketing (ReductionWitness): leaves x<rank>, reductions (l + r); a
+  /// subterm in rank order as x{lo-hi} when `ordered_as_range`; past about `budget`
+  /// characters, subterms as x{their ranks}. The budget bounds the recursion too (each
+  /// level costs characters).
+  std::string render(int32_t a, bool ordered_as_range, int64_t& budget) {
+    const Term& t = terms_[size_t(a)];
+    if (t.left == kNone) {
+      budget -= 3;
+      return "x" + std::to_string(t.lo);
+    }
+    if ((ordered_as_range && t.ordered) || budget < 12) {
+      budget -= 8;
+      return "x" + leaf_set_text(a);
+    }
+    budget -= 5;
+    const int32_t l = t.left, r = t.right;  // terms_ may not move while rendering: read first
+    std::string left = render(l, ordered_as_range, budget);
+    std::string right = render(r, ordered_as_range, budget);
+    return "(" + left + " + " + right + ")";
+  }
+  std::string render(int32_t a, bool ordered_as_range) {
+    int64_t budget = 160;
+    return render(a, ordered_as_range, budget);
+  }
+  /// The order witness of final term id of rank x, class b: the reduction, found from the
+  /// top through its unordered operands, whose operands are each in rank order but not one
+  /// after the other.
+  void order_witness(VerifyResult& res, int64_t x, int64_t b, int32_t id) {
+    ReductionWitness& w = res.order_witness;
+    w.rank = x;
+    w.block = lo_of(b);
+    w.bracketing = render(id, true);
+    int32_t n = id;
+    for (;;) {
+      const Term& t = terms_[size_t(n)];
+      if (!terms_[size_t(t.left)].ordered) n = t.left;
+      else if (!terms_[size_t(t.right)].ordered) n = t.right;
+      else break;
+    }
+    const Term& t = terms_[size_t(n)];
+    const Term &l = terms_[size_t(t.left)], &r = terms_[size_t(t.right)];
+    const auto ranks = [](int64_t lo, int64_t hi) {
+      return hi > lo ? "ranks {" + std::to_string(lo) + "-" + std::to_string(hi) + "}" : "rank " + std::to_string(lo);
+    };
+    w.reason = "its reduction " + render(n, true) + " combines " + ranks(l.lo, l.hi) + " with " + ranks(r.lo, r.hi);
+    if (l.lo > r.hi) w.reason += ", which come before them in rank order";
+    else w.reason += ", leaving out " + ranks(l.hi + 1, r.lo - 1) + " between them";
+  }
+  /// The bracketing witness: ranks `first` and x hold block b as terms a and id, which
+  /// differ; the first pair of subterms (top down, left first) that differs in shape.
+  void bracketing_witness(VerifyResult& res, int64_t first, int32_t a, int64_t x, int64_t b, int32_t id) {
+    ReductionWitness& w = res.bracketing_witness;
+    w.rank = first;
+    w.other_rank = x;
+    w.block = lo_of(b);
+    w.bracketing = render(a, false);
+    w.other_bracketing = render(id, false);
+    std::vector<std::pair<int32_t, int32_t>> stack{{a, id}};
+    for (int guard = 0; !stack.empty() && guard < (1 << 20); ++guard) {
+      const auto [u, v] = stack.back();
+      stack.pop_back();
+      if (u == v) continue;
+      const Term &tu = terms_[size_t(u)], &tv = terms_[size_t(v)];
+      if (tu.left == kNone || tv.left == kNone || tu.count != tv.count || tu.lo != tv.lo || tu.hi != tv.hi ||
+          terms_[size_t(tu.left)].count != terms_[size_t(tv.left)].count) {
+        if (u != a || v != id)
+          w.reason = "the first subterms that differ: rank " + std::to_string(first) + " reduces " + render(u, false) +
+                     " where rank " + std::to_string(x) + " reduces " + render(v, false);
+        return;
+      }
+      stack.push_back({tu.right, tv.right});
+      stack.push_back({tu.left, tv.left});
+    }
+  }
+  /// A note at the statement that last wrote class b of rank x (its first block named).
   void add_write_note(Diagnostic& d, int64_t x, int64_t b) {
     const WriteSite& w = writer_[size_t(x)][size_t(b)];
     if (!w.origin) return;
-    add_note(d, w.origin->span, "block " + std::to_string(b) + " of rank " + std::to_string(x) + " was last written in round " + std::to_string(w.round) + " here");
+    add_note(d, w.origin->span, "block " + std::to_string(lo_of(b)) + " of rank " + std::to_string(x) + " was last written in round " + std::to_string(w.round) + " here");
     // A receive made by a mirror or the fold points at a statement of another kind.
     if (!w.origin->via.empty()) add_note(d, w.origin->via_span, "that receive comes from " + w.origin->via);
   }
   // ---- postcondition ----
   /// Checks that rank x holds in block b exactly the reduction of block b over ranks
   /// [0, n): all ranks (n = p) for reduce, allreduce and reduce_scatter, the prefix
-  /// 0..x for scan (n = x + 1) and 0..x-1 for exscan (n = x).
+  /// 0..x for scan (n = x + 1) and 0..x-1 for exscan (n = x). Here and below `b` is a
+  /// class of blocks (init_classes()), named by its first block `blk`.
   bool expect_reduction(int64_t x, int64_t b, VerifyResult& res, int64_t n) {
     const int32_t id = state_[size_t(x)][size_t(b)];
-    if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(b));
+    const int64_t blk = lo_of(b);
+    if (id == kNone) return missing(x, b, "the reduction of block " + std::to_string(blk));
     const Term& t = terms_[size_t(id)];
     // Every reduction checked its operands disjoint (leaf_union()), so the leaves are
     // distinct ranks and the set says exactly which.
     const bool exact_ok = leaves_are_prefix(id, n);
-    if (t.block != b) {
-      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "block " + std::to_string(b) +
+    if (t.block != blk) {
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, post_round(x, b), blk) + "block " + std::to_string(blk) +
                                                         " ends up combined with data of another block"),
                            K::wrong_data, x, b);
       add_write_note(d, x, b);
@@ -1142,7 +1366,7 @@ class Verifier {
       // Leaves are distinct ranks (leaf_union() refused every repeat), so a wrong set either
       // lacks ranks of [0, n) or has ranks beyond the prefix (scan, exscan).
       const std::vector<int64_t> lost = sets_.complement(set_id(id), n), extra = sets_.from(set_id(id), n);
-      std::string msg = inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) + " fails:";
+      std::string msg = inst() + at(x, post_round(x, b), blk) + "postcondition of " + collective_name(s_.collective) + " fails:";
       if (!lost.empty()) msg += " missing the contribution" + std::string(lost.size() > 1 ? "s" : "") + " of rank" + (lost.size() > 1 ? "s " : " ") + list_ranks(lost);
       if (!extra.empty())
         msg += std::string(lost.empty() ? "" : ";") + " includes the contribution" + (extra.size() > 1 ? "s" : "") + " of rank" +
@@ -1152,24 +1376,31 @@ class Verifier {
       if (writer_[size_t(x)][size_t(b)].origin)
         add_write_note(d, x, b);
       else
-        add_note(d, Span{}, "no receive ever writes block " + std::to_string(b) + " of rank " + std::to_string(x) +
+        add_note(d, Span{}, "no receive ever writes block " + std::to_string(blk) + " of rank " + std::to_string(x) +
                                 ": it still holds the rank's own input");
       return false;
     }
-    if (!t.ordered) res.order_preserving = false;
+    if (!t.ordered) {
+      if (res.order_preserving) order_witness(res, x, b, id);
+      res.order_preserving = false;
+    }
     if (n != s_.p) return true;  // a prefix: each rank's is its own
-    auto [it, fresh] = final_term_.emplace(b, id);
-    if (!fresh && res.same_bracketing && !same_tree(it->second, id)) res.same_bracketing = false;
+    auto [it, fresh] = final_term_.emplace(b, std::pair<int32_t, int64_t>{id, x});
+    if (!fresh && res.same_bracketing && !same_tree(it->second.first, id)) {
+      res.same_bracketing = false;
+      bracketing_witness(res, it->second.second, it->second.first, x, b, id);
+    }
     return true;
   }
   bool expect_leaf(int64_t x, int64_t b, int64_t owner) {
     const int32_t id = state_[size_t(x)][size_t(b)];
-    if (id == kNone) return missing(x, b, "block " + std::to_string(b) + " of rank " + std::to_string(owner));
+    const int64_t blk = lo_of(b);
+    if (id == kNone) return missing(x, b, "block " + std::to_string(blk) + " of rank " + std::to_string(owner));
     const Term& t = terms_[size_t(id)];
-    if (t.left != kNone || t.lo != owner || t.block != b) {
-      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " +
+    if (t.left != kNone || t.lo != owner || t.block != blk) {
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, post_round(x, b), blk) + "postcondition of " +
                                                         collective_name(s_.collective) + " fails: holds " + describe(id) +
-                                                        " instead of block " + std::to_string(b) + " of rank " + std::to_string(owner)),
+                                                        " instead of block " + std::to_string(blk) + " of rank " + std::to_string(owner)),
                            K::wrong_data, x, b);
       add_write_note(d, x, b);
       return false;
@@ -1182,7 +1413,7 @@ class Verifier {
     if (id == kNone) return missing(x, b, "the block from rank " + std::to_string(src));
     const Term& t = terms_[size_t(id)];
     if (t.left != kNone || t.lo != src || t.block != dst) {
-      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of alltoall fails: holds " +
+      Diagnostic& d = post(diags_.error(site(x, b), inst() + at(x, post_round(x, b), b) + "postcondition of alltoall fails: holds " +
                                                         describe(id) + " instead of block " + std::to_string(dst) + " of rank " +
                                                         std::to_string(src)),
                            K::wrong_data, x, b);
@@ -1197,14 +1428,21 @@ class Verifier {
     return "a reduction of " + std::to_string(t.count) + " contributions";
   }
   bool missing(int64_t x, int64_t b, const std::string& what) {
-    post(diags_.error(site(x, b), inst() + at(x, s_.num_rounds - 1, b) + "postcondition of " + collective_name(s_.collective) +
+    post(diags_.error(site(x, b), inst() + at(x, post_round(x, b), lo_of(b)) + "postcondition of " + collective_name(s_.collective) +
                                       " fails: rank " + std::to_string(x) + " never receives " + what),
          K::missing, x, b);
     return false;
   }
-  /// Records a postcondition failure on rank x, block b (reported at the last round).
+  /// The round a postcondition failure of rank x's class b is reported at: the round of
+  /// the statement the diagnostic points at (the last write of the block), else, when no
+  /// statement wrote it (the diagnostic points at the schedule), the last round.
+  int64_t post_round(int64_t x, int64_t b) const {
+    const WriteSite& w = writer_[size_t(x)][size_t(b)];
+    return w.origin ? w.round : s_.num_rounds - 1;
+  }
+  /// Records a postcondition failure on rank x, class b (at post_round()).
   Diagnostic& post(Diagnostic& d, Counterexample::Kind kind, int64_t x, int64_t b) {
-    record(d, kind, x, s_.num_rounds - 1, b);
+    record(d, kind, x, post_round(x, b), lo_of(b));
     cex_.write_round = writer_[size_t(x)][size_t(b)].origin ? writer_[size_t(x)][size_t(b)].round : -1;
     return d;
   }
@@ -1220,15 +1458,16 @@ class Verifier {
     return false;
   }
   bool check_post(VerifyResult& res) {
-    const int64_t B = s_.blocks;
+    const int64_t B = s_.blocks;  // rank-indexed collectives: every block its own class
+    const int64_t V = vclasses_;  // vector collectives: the classes of the vector's blocks
     switch (s_.collective) {
       case Collective::allreduce:
         for (int64_t x = 0; x < s_.p; ++x)
-          for (int64_t b = 0; b < B; ++b)
+          for (int64_t b = 0; b < V; ++b)
             if (!expect_reduction(x, b, res, s_.p)) return false;
         return true;
       case Collective::reduce:
-        for (int64_t b = 0; b < B; ++b)
+        for (int64_t b = 0; b < V; ++b)
           if (!expect_reduction(s_.root, b, res, s_.p)) return false;
         return true;
       case Collective::reduce_scatter:
@@ -1239,14 +1478,14 @@ class Verifier {
       case Collective::scan:  // rank x: x_0 op x_1 op ... op x_x, in rank order (MPI 3.1 Sec. 5.11)
       case Collective::exscan:  // rank x > 0: x_0 op ... op x_{x-1}; rank 0 undefined
         for (int64_t x = s_.collective == Collective::exscan ? 1 : 0; x < s_.p; ++x)
-          for (int64_t b = 0; b < B; ++b)
+          for (int64_t b = 0; b < V; ++b)
             if (!expect_reduction(x, b, res, s_.collective == Collective::scan ? x + 1 : x)) return false;
         return true;
       case Collective::barrier:
         return check_heard();
       case Collective::bcast:
         for (int64_t x = 0; x < s_.p; ++x)
-          for (int64_t b = 0; b < B; ++b)
+          for (int64_t b = 0; b < V; ++b)
             if (!expect_leaf(x, b, s_.root)) return false;
         return true;
       case Collective::allgather:
@@ -1279,6 +1518,13 @@ class Verifier {
 
   const Schedule& s_;
   DiagnosticSink& diags_;
+  const VerifyOptions& opt_;
+  MemoryAccount& acct_;  ///< the instance's memory (resource.h), shared by both sides of run_side_by_side()
+  /// init_classes(): one class per slot (identity_), else classes_ classes whose first
+  /// slots are cls_lo_ (and cls_lo_[classes_] = every slot), vclasses_ of them in the vector.
+  bool identity_ = true;
+  int64_t classes_ = 0, vclasses_ = 0;
+  std::vector<int64_t> cls_lo_;
   /// run_side_by_side()'s data flow: the structure is not proved yet.
   bool speculative_ = false;
   bool speculation_failed_ = false;  ///< the speculation stopped (no diagnostic)
@@ -1302,10 +1548,10 @@ class Verifier {
   int64_t size_failure_ = -1;  ///< the first round whose sizes disagree
   std::vector<int64_t> reduced_;   ///< step(): block -> index in ups_ of its reduce, or -1
   std::vector<int64_t> touched_;   ///< step(): blocks set in reduced_
-  std::vector<int64_t> from_;      ///< step(): the sent blocks in order (reused)
+  std::vector<int64_t> from_, into_;  ///< step(): the sent and the received classes in order (reused)
   Matrix<int32_t> state_;   ///< [rank][slot] the term a slot holds, kNone: no data
   Matrix<WriteSite> writer_;  ///< [rank][slot] the round and statement that last wrote it
-  std::map<int64_t, int32_t> final_term_;
+  std::map<int64_t, std::pair<int32_t, int64_t>> final_term_;  ///< class -> (final term, the first rank holding it)
   bool keeps_blocks_ = true;               ///< every message so far lands in the blocks it left
   bool direct_ = true;                     ///< every message so far is one item, sender to receiver
   size_t words_ = 0;                       ///< barrier: 64-bit words per rank in heard_
@@ -1334,8 +1580,15 @@ const char* counterexample_kind_name(Counterexample::Kind k) {
 }
 
 VerifyResult verify(const Schedule& s, DiagnosticSink& diags, const VerifyOptions& opt) {
-  Verifier v(s, diags, opt);
-  return s.p >= instance_parallel_min_p() && instance_threads() > 1 ? v.run_side_by_side() : v.run();
+  const ActivityScope activity("verifying " + s.name + " at p=" + std::to_string(s.p) +
+                               (collective_is_rooted(s.collective) ? " root=" + std::to_string(s.root) : ""));
+  MemoryAccount acct(s.name + " at p=" + std::to_string(s.p));
+  acct.add(s.accounted_bytes, "the instance");
+  Verifier v(s, diags, opt, acct);
+  VerifyResult res = s.p >= instance_parallel_min_p() && instance_threads() > 1 ? v.run_side_by_side() : v.run();
+  res.instance_bytes = s.accounted_bytes;
+  res.accounted_bytes = acct.total();
+  return res;
 }
 
 }  // namespace bine

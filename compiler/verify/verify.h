@@ -59,6 +59,21 @@ struct Counterexample {
 /// "deadlock", "race", "double-count", ... (the kinds of tests/mutations), "" for none.
 const char* counterexample_kind_name(Counterexample::Kind k);
 
+/// Why a verified reducing instance is not order-preserving (the first final term, in the
+/// order the postcondition checks them, whose leaves are not in rank order) or not
+/// bracketed alike (the first block two ranks hold as different trees). Bracketings are
+/// written with leaves x<rank> and reductions (a + b), `+` standing for the operator, and
+/// x{lo-hi} for a subterm shown by its ranks only (in rank order for the order witness;
+/// beyond the text's budget otherwise).
+struct ReductionWitness {
+  int64_t rank = -1, other_rank = -1;  ///< the rank (and, for bracketing, the rank it differs from)
+  int64_t block = -1;
+  std::string bracketing, other_bracketing;  ///< the rank's (and the other rank's) term
+  /// Order: the reduction out of rank order and why; bracketing: the first subterms that differ.
+  std::string reason;
+  bool found() const { return block >= 0; }
+};
+
 struct VerifyResult {
   bool ok = false;
   Counterexample counterexample;  ///< kind none when ok
@@ -67,6 +82,8 @@ struct VerifyResult {
   bool order_preserving = true;
   /// All ranks that hold a final reduction of a block hold the same bracketing.
   bool same_bracketing = true;
+  /// Where order_preserving / same_bracketing is false: the first instance of it.
+  ReductionWitness order_witness, bracketing_witness;
   /// Every message lands in the blocks it was sent from (each received set equals its
   /// matched sent set) and no rank copies, reduces or permutes blocks locally: each block
   /// keeps its index from its owner to every destination, so the proof holds for any block
@@ -79,12 +96,20 @@ struct VerifyResult {
   bool direct = false;
   int64_t messages = 0;        ///< point-to-point messages, all ranks
   int64_t blocks_moved = 0;    ///< sum of |blocks| over messages
+  /// Accounted memory (resource.h, docs/verifier.md "Memory"): the instance's
+  /// (Schedule::accounted_bytes) and, in accounted_bytes, the verifier's added to it.
+  uint64_t instance_bytes = 0, accounted_bytes = 0;
 };
 
 /// Verifier settings. Contribution sets are exact at every p (interned interval sets,
 /// docs/verifier.md#data-flow-exact-contribution-tracking); no setting trades exactness
 /// for speed.
-struct VerifyOptions {};
+struct VerifyOptions {
+  /// The data flow on classes of blocks that every operation treats alike (vector
+  /// collectives; docs/verifier.md, "Memory"); false: one state per block, the reference
+  /// the unit tests compare it with. Results and diagnostics are the same either way.
+  bool block_classes = true;
+};
 
 /// Verifies `s`; every failure is an error in `diags` naming p, root, rank, round, block
 /// and pointing at the DSL statement, with notes for the other ranks involved.

@@ -15,21 +15,140 @@ import sys
 import tempfile
 
 
-def run(bine, args, cwd, stdin=None, mem_bytes=None):
+def run(bine, args, cwd, stdin=None, mem_bytes=None, env=None):
     def limit():  # an address-space limit for cases that must stay small (None: none)
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
     r = subprocess.run([bine, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120,
-                       preexec_fn=limit if mem_bytes else None)
+                       preexec_fn=limit if mem_bytes else None, env=dict(os.environ, **env) if env else None)
     return r.returncode, r.stdout, r.stderr
+
+
+GIB = 1 << 30
+
+
+def resource_limit_cases(case, tmp):
+    """Issue 47, item 2: an instance that does not fit in memory is `error: resource limit:
+    WHAT ...; OPTION lowers it`, exit 2, in every verb, whether an account refuses it
+    before allocating or an allocation fails (docs/cli.md, docs/verifier.md "Memory")."""
+    ring = ["dsl/lib/baselines.bine", "--schedule", "ring_allreduce"]
+    # 2(p - 1) = 131070 rounds x 65536 ranks x 4 bytes of round-store index: 32 GiB, refused
+    # once rank 0 has run, before the index is allocated.
+    index = r"ring_allreduce at p=65536: its round store's index \(131070 rounds x 65536 ranks\) would take 32\.0 GiB, above the [0-9.]+ GiB an instance may use here \(the [0-9.]+ GiB address-space limit \(ulimit -v\), less [0-9.]+ MiB\)"
+    for verb, extra, option in (("check", ["--ranks", "65536"], "--ranks"), ("schedule", ["-p", "65536", "--json"], "-p"),
+                                ("draw", ["-p", "65536", "-o", os.path.join(tmp, "ring.svg")], "-p"),
+                                ("traffic", ["-p", "65536", "--machine", "ppn=4"], "-p"),
+                                ("cost", ["-p", "65536", "--bytes", "1024", "--alpha", "1", "--beta", "1", "--gamma", "1"], "-p"),
+                                ("compile", ["--verify-ranks", "65536", "-o", os.path.join(tmp, "ring.h")], "--verify-ranks")):
+        case(f"{verb}: ring_allreduce at p = 65536 is a resource limit, exit 2", [verb, *ring, *extra], 2,
+             err=r"^bine-cc: error: resource limit: " + index + "; a smaller " + re.escape(option) + r" lowers it\n$",
+             mem_bytes=2 * GIB)
+    case("resource limit with --diagnostics-format json", ["check", *ring, "--ranks", "65536", "--diagnostics-format", "json"],
+         2, err=r'"message": "resource limit: ring_allreduce at p=65536', json_stderr=True, mem_bytes=2 * GIB)
+    # 10^7 sends of one rank in one round: the round pipeline's operations (184 bytes each,
+    # in a vector that doubles) reach the budget at about 3 million.
+    zloop = os.path.join(tmp, "zloop.bine")
+    with open(zloop, "w") as f:
+        f.write("schedule zloop implements allreduce {\n  blocks 1\n  round { for z in 0 .. 10000000 { send all to r + 1 } }\n}\n")
+    case("check: 10^7 sends in one round is a resource limit", ["check", zloop, "--ranks", "1"], 2,
+         err=r"^bine-cc: error: resource limit: zloop at p=1: rank 0's operations \(\d+ so far, \d+ of them in the round opened at "
+             r"line 3\) would take .*; fewer operations per round and rank \(the schedule's loop bounds\) or a smaller --ranks lower it\n$",
+         mem_bytes=2 * GIB)
+    # An allocation that fails where no account refused first (BINE_FAIL_ALLOCATIONS_ABOVE
+    # makes every allocation above 1 MiB fail): the same error, with the size asked for.
+    case("an allocation failure is a resource limit too", ["check", *ring, "--ranks", "300"], 2,
+         err=r"^bine-cc: error: resource limit: out of memory while (building the instance of|verifying) ring_allreduce at p=300: "
+             r"an allocation of [0-9.]+ (KiB|MiB) failed \(the process may use .*\); a smaller --ranks lowers it\n$",
+         env={"BINE_FAIL_ALLOCATIONS_ABOVE": str(1 << 20)})
+    # What fits: the dissemination barrier at p = 16384 (2 x p^2 / 8 bytes, 64 MiB) and an
+    # allreduce on 2^24 blocks at p = 2 (block classes: the cost of one block).
+    case("check: dissemination_barrier at p = 16384 in 2 GiB", ["check", "dsl/lib/barrier.bine", "--schedule",
+                                                                "dissemination_barrier", "--ranks", "16384"], 0,
+         out=r"verified p=16384\.\.16384, 1 instance", mem_bytes=2 * GIB)
+    big = os.path.join(tmp, "big.bine")
+    with open(big, "w") as f:
+        f.write("schedule big implements allreduce {\n  blocks 16777216\n  exchange all / all with 1 - r reduce\n}\n")
+    case("check --stats: an allreduce on 2^24 blocks at p = 2 costs kilobytes", ["check", big, "--ranks", "2", "--stats"], 0,
+         out=r"big \(allreduce\): verified p=2\.\.2, 1 instance; .*\n  stats: largest instance p=2: [0-9.]+ KiB accounted "
+             r"\(instance [0-9.]+ (bytes|KiB), verifier [0-9.]+ KiB\); process peak [0-9.]+ MiB; [0-9.]+ s\n$",
+         mem_bytes=GIB)
+    out = case("check --stats --json: the stats key", ["check", *ring, "--ranks", "1..8", "--stats", "--json"], 0)
+    try:
+        st = json.loads(out)[0]["stats"]
+        if not (st["p"] == 8 and st["instance_bytes"] > 0 and st["accounted_bytes"] == st["instance_bytes"] + st["verifier_bytes"]
+                and st["peak_rss_bytes"] > 0):
+            raise ValueError(st)
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        print(f"FAIL check --stats --json content: {e}")
+        failures.append("stats json")
+
+
+def counterexample_cases(case, tmp):
+    """Issue 47, item 4: counterexamples that say enough (docs/verifier.md). Each expected
+    text was derived by hand (the comments)."""
+    # Ring allreduce, p = 3: round 0 gives rank 0 block 2 = x0 + x2 (rank 2 is the higher
+    # sender: own + sent), round 1 has rank 1 receive it from rank 0 (lower: sent + own):
+    # ((x0 + x2) + x1), which the allgather copies everywhere. p = 1, 2 are in rank order,
+    # and rank 0's blocks 0 and 1 at p = 3 too (x0 + (x1 + x2) and the copy of ((x0 + x1) + x2)).
+    ring = ["dsl/lib/baselines.bine", "--schedule", "ring_allreduce", "--ranks", "1..4"]
+    case("order witness: ring_allreduce names p, rank, block and the bracketing", ["check", *ring], 0,
+         out=r"order-preserving: no; same bracketing on all ranks: yes\n  not order-preserving: at p=3, rank 0, block 2 holds "
+             r"\(\(x0 \+ x2\) \+ x1\): its reduction \(x0 \+ x2\) combines rank 0 with rank 2, leaving out rank 1 between them\n$")
+    got = case("order witness in --json", ["check", *ring, "--json"], 0)
+    try:
+        w = json.loads(got)[0]["order_witness"]
+        if w != {"p": 3, "root": 0, "rank": 0, "block": 2, "bracketing": "((x0 + x2) + x1)",
+                 "reason": "its reduction (x0 + x2) combines rank 0 with rank 2, leaving out rank 1 between them"}:
+            raise ValueError(w)
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        print(f"FAIL order witness in --json: {e}")
+        failures.append("order witness json")
+    # Bine allreduce, p = 8 (the first p out of rank order, docs/verifier.md's table): with
+    # q = even(r) ? r + rho(s) : r - rho(s), rho = 1, -1, 3, rank 0 meets 1, 7, 3 and rank 1
+    # meets 0, 2, 6; the lower rank's data on the left.
+    bine = ["dsl/lib/bine_allreduce.bine", "--schedule", "bine_allreduce_lat", "--ranks", "8"]
+    case("bracketing witness: bine_allreduce_lat at p = 8 names both ranks' bracketings", ["check", *bine], 0,
+         out=re.escape("  not order-preserving: at p=8, rank 0, block 0 holds ((x{0-1} + x{6-7}) + x{2-5}): its reduction "
+                       "(x{0-1} + x{6-7}) combines ranks {0-1} with ranks {6-7}, leaving out ranks {2-5} between them\n"
+                       "  not the same bracketing: at p=8, block 0: rank 0 holds (((x0 + x1) + (x6 + x7)) + ((x2 + x3) + (x4 + x5))), "
+                       "rank 1 holds (((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7))); the first subterms that differ: rank 0 "
+                       "reduces ((x0 + x1) + (x6 + x7)) where rank 1 reduces ((x0 + x1) + (x2 + x3))\n") + "$")
+    # Rank 0 sends in rounds 0, 1, 2 and rank 1 receives in rounds 1, 2, 3: rank 0's round-0
+    # send is stuck. Rank 1's receives of rounds 1 and 2 are matched there (by rank 0's sends
+    # of those rounds); the unmatched one is round 3's, which the note names.
+    shifted = os.path.join(tmp, "shifted.bine")
+    with open(shifted, "w") as f:
+        f.write("schedule shifted implements allreduce {\n  requires p == 2\n  blocks 1\n  for s in 0 .. 4 {\n"
+                "    if r == 0 && s < 3 { send all to 1 }\n    if r == 1 && s > 0 { recv all from 0 reduce }\n  }\n}\n")
+    case("deadlock: the note names the unmatched receive, not a matched one", ["check", shifted, "--ranks", "2"], 1,
+         err=r"shifted\.bine:6:26: note: rank 1 posts the matching receive in round 3 \(its receive of blocks \{0\} from rank 0, "
+             r"unmatched there\)\n")
+    # Block 1 is written by round 0's exchange only ({0, 1} on rank 0); the postcondition,
+    # checked after round 1, is reported at round 0, the round of that statement.
+    late = os.path.join(tmp, "late.bine")
+    with open(late, "w") as f:
+        f.write("schedule late implements allreduce {\n  requires p == 4\n  blocks 2\n  exchange all / all with r ^ 1 reduce\n"
+                "  exchange block(0) / block(0) with r ^ 2 reduce\n}\n")
+    case("missing contribution reported at the round of the statement it points at", ["check", late, "--ranks", "4"], 1,
+         err=r"late\.bine:4:3: error: p=4: rank 0, round 0, block 1: postcondition of allreduce fails: missing the contributions "
+             r"of ranks \{2-3\}\n")
+    # Recursive doubling one step short at p = 256: rank 0 holds ranks 0..127.
+    short = os.path.join(tmp, "short.bine")
+    with open(short, "w") as f:
+        f.write("schedule rd_short implements allreduce {\n  requires is_pow2(p)\n  blocks 1\n  for s in 0 .. log2(p) - 1 {\n"
+                "    exchange all / all with r ^ (1 << s) reduce\n  }\n}\n")
+    case("rank sets print as ranges", ["check", short, "--ranks", "256"], 1,
+         err=r"p=256: rank 0, round 6, block 0: postcondition of allreduce fails: missing the contributions of ranks \{128-255\}\n")
+
+
+failures = []
 
 
 def main():
     bine, src = sys.argv[1], sys.argv[2]
-    failures = []
 
-    def case(name, args, rc, err=None, out=None, stdin=None, json_stderr=False, mem_bytes=None):
-        got_rc, got_out, got_err = run(bine, args, src, stdin, mem_bytes)
+    def case(name, args, rc, err=None, out=None, stdin=None, json_stderr=False, mem_bytes=None, env=None):
+        got_rc, got_out, got_err = run(bine, args, src, stdin, mem_bytes, env)
         problems = []
         if got_rc != rc:
             problems.append(f"exit {got_rc}, expected {rc}")
@@ -88,6 +207,8 @@ def main():
     case("compile --verify-ranks states the limit", ["compile", "dsl/lib/bine_bcast.bine", "--verify-ranks", "1..2000000"], 2,
          err=r"--verify-ranks expects A\.\.B or P with 1 <= A <= B <= 1048576, got '1\.\.2000000'")
     case("a file that does not exist: exit 2", ["check", os.path.join(tmp, "missing.bine")], 2)
+    resource_limit_cases(case, tmp)
+    counterexample_cases(case, tmp)
     garbage = os.path.join(tmp, "garbage.txt")
     with open(garbage, "w") as f:
         f.write("hello world\n")

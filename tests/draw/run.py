@@ -231,6 +231,31 @@ MSG_RE = re.compile(r"^p=(\d+)(?: root=(\d+))?: rank (\d+), round (\d+)(?:, bloc
 WAIT_RE = re.compile(r"rank (\d+) waits in round (\d+) for rank (\d+)")
 
 
+def rank_set(text):
+    """The ranks of a rank set as the verifier prints it, "0-3, 5" (ranges, docs/verifier.md)."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return sorted(out)
+
+
+def legend_problems(svg):
+    """The legend must explain what is drawn: an entry for red dotted arrows when there are
+    unmatched sends, and one per frame colour of the counterexample's cells."""
+    problems = []
+    legend = [g for g in groups(svg, "legend")]
+    texts = " ".join(t.text or "" for g in legend for t in g.iter(NS + "text"))
+    if any("unmatched" in classes(g) for g in groups(svg, "transfer")) and "unmatched send" not in texts:
+        problems.append("red dotted (unmatched) sends drawn, no legend entry for them")
+    legend_strokes = {r.get("stroke") for g in legend for r in g.iter(NS + "rect")}
+    for cls in ("cex-cell", "cex-match", "cex-write"):
+        for c in groups(svg, cls):
+            if c.get("stroke") not in legend_strokes:
+                problems.append("frame %s in %s has no legend entry" % (cls, c.get("stroke")))
+    return problems
+
+
 def check_draw_mutation(bine, tmp, case, kind):
     out = os.path.join(tmp, case + ".svg")
     rc, _, err = run(bine, ["check", "tests/mutations/" + case + ".bine", "--ranks", "1..16", "--draw", out,
@@ -259,6 +284,7 @@ def check_draw_mutation(bine, tmp, case, kind):
     if m.group(6).split(":")[0] not in caption:
         problems.append("caption does not repeat the message")
     hl = [g for g in groups(svg, "transfer") if "cex" in classes(g)]
+    problems += legend_problems(svg)
     if kind == "deadlock":
         # The first edge is rank -> the peer the message names; then the notes' chain.
         peer = int(re.search(r"(?:send to|receive from) rank (\d+)", m.group(6)).group(1))
@@ -273,7 +299,7 @@ def check_draw_mutation(bine, tmp, case, kind):
         if not ok:
             problems.append("race: highlighted %s, expected the two receives of rank %d in round %d" % ([g.attrib for g in hl], rank, rnd))
     elif kind == "double-count":
-        twice = sorted(int(x) for x in re.search(r"ranks? \{([\d, ]+)\}", m.group(6)).group(1).split(","))
+        twice = rank_set(re.search(r"ranks? \{([\d, -]+)\}", m.group(6)).group(1))
         tags = sorted(int(g.get("data-rank")) for g in groups(svg, "rank")
                       for t in g.iter(NS + "text") if "twice" in classes(t))
         if tags != twice:
@@ -284,6 +310,25 @@ def check_draw_mutation(bine, tmp, case, kind):
         fail("%s: %s" % (name, "; ".join(problems)))
     else:
         print("PASS %s: rank %d, round %d, block %d highlighted" % (name, rank, rnd, block))
+
+
+def check_heat_map_counterexample(bine, tmp):
+    """A failing instance above p = 64 is a heat map with the counterexample's cell framed:
+    the frame's colour must be in its legend (issue 47)."""
+    out = os.path.join(tmp, "heat_cex.svg")
+    rc, _, _ = run(bine, ["draw", "tests/mutations/mut_bar_wrong_partner.bine", "-p", "72", "--verify", "-o", out])
+    name = "draw --verify of a failing instance at p = 72 (heat map)"
+    if rc != 1 or not os.path.exists(out):
+        fail("%s: exit %s, drawing written: %s" % (name, rc, os.path.exists(out)))
+        return
+    svg = ET.parse(out).getroot()
+    problems = legend_problems(svg)
+    if len(groups(svg, "cex-cell")) != 1:
+        problems.append("%d framed cells, expected 1" % len(groups(svg, "cex-cell")))
+    if problems:
+        fail("%s: %s" % (name, "; ".join(problems)))
+    else:
+        print("PASS %s: the framed cell's colour is in the legend" % name)
 
 
 # ---- 4. determinism ----
@@ -370,6 +415,7 @@ def main():
         check_draw_mutation(bine, tmp, "mut_bar_wrong_partner", "deadlock")
         check_draw_mutation(bine, tmp, "mut_ring_two_recvs", "race")
         check_draw_mutation(bine, tmp, "mut_babe_twice", "double-count")
+        check_heat_map_counterexample(bine, tmp)
         check_determinism(bine, tmp)
         check_bad_input(bine, tmp)
     print("draw: %s (%d failure(s))" % ("PASS" if not failures else "FAIL", len(failures)))
