@@ -565,26 +565,23 @@ class BasicContext {
  public:
   /// `name`: the generated function's name, the first word of every error text (static
   /// storage, e.g. a string literal).
-  explicit BasicContext(const char* name = "bine")
-      : name_(name),
-        ws_(take_workspace()),
-        requests_(ws_->requests),
-        scratch_(ws_->scratch),
-        done_(ws_->done),
-        pending_(ws_->pending),
-        pieces_(ws_->pieces) {}
+  explicit BasicContext(const char* name = "bine") : BasicContext(name, take_workspace()) {}
   /// A context of its own vectors, never the thread's: a nonblocking call's, which may end
   /// on another thread than the one that started it.
   struct OwnWorkspace {};
-  BasicContext(const char* name, OwnWorkspace)
+  BasicContext(const char* name, OwnWorkspace) : BasicContext(name, new_workspace()) {}
+  BasicContext(const BasicContext&) = delete;
+ private:
+  struct Workspace;
+  BasicContext(const char* name, Workspace* ws)
       : name_(name),
-        ws_(new_workspace()),
+        ws_(ws),
         requests_(ws_->requests),
         scratch_(ws_->scratch),
         done_(ws_->done),
         pending_(ws_->pending),
         pieces_(ws_->pieces) {}
-  BasicContext(const BasicContext&) = delete;
+ public:
   BasicContext& operator=(const BasicContext&) = delete;
   ~BasicContext() {
     if (packed_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&packed_type_);
