@@ -236,9 +236,14 @@ class Emitter {
     // runs it after its own begin_* (the arguments' checks and copy-in).
     o << body();
     o << run.str();
+    // A call of a shape seen before runs the operations that shape's replay made
+    // (bine::mpi::run_call, bine/flat_replay.hpp); others run the body on a context.
+    const std::string names = signature(sd_.collective).names;
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
-    o << "  bine::mpi::Context cx(" << c_string(fname) << ");\n";
-    o << "  return cx.result(bine_run_" << fname << "(cx, " << signature(sd_.collective).names << "));\n}\n";
+    o << "  static thread_local bine::mpi::FlatCache bine_flat;\n";
+    o << "  return bine::mpi::run_call(\n      bine_flat, " << c_string(fname) << ",\n"
+      << "      [&](bine::mpi::Context& cx) { return bine_run_" << fname << "(cx, " << names << "); }, " << names
+      << ");\n}\n";
     const Signature sig = signature(sd_.collective);
     persistent(fname, sig.params, sig.names, "bine_run_" + fname, false);
     nonblocking(fname);

@@ -9,6 +9,9 @@
 //                          order-preserving, and be refused with MPI_ERR_OP otherwise.
 //   harness check-twice    the check matrix twice, with other data the second time (the
 //                          second pass replays the persistent plans the first built)
+//   harness check-thrice   the check matrix three times, other data each time: the third
+//                          pass runs the flat plans the second recorded (some must)
+//   harness flat           the flat replay's own cases (run_flat())
 //   harness check-persistent  the check matrix through the persistent forms (<name>_init,
 //                          bcc_plan_start twice, once for in-place cases, then bcc_plan_free)
 //   harness check-nonblocking  the check matrix through the nonblocking forms (<name>_i,
@@ -1239,6 +1242,161 @@ int run_registrations() {
 }
 #endif
 
+/// harness flat: the flat replay (bine/flat_replay.hpp) against MPI's own collectives.
+/// Every applicable allreduce, bcast, allgather and alltoall schedule is called three times
+/// with the same shape and fresh buffers at other addresses (the third call runs the flat
+/// plan the second recorded, checked with flat_calls()); then, on
+/// bcc_recursive_doubling_allreduce once its shape runs flat: aliased buffers are still
+/// refused (MPI_ERR_BUFFER), MPI_IN_PLACE is another shape, a freed communicator's plan is
+/// not run on a new communicator (MPI_Comm_split: another size), and a changed
+/// BINE_SEGMENT_BYTES (reread_environment()) makes the next call take the general path.
+int run_flat() {
+  int bad = 0;
+  auto fail_flat = [&](const char* what, const char* why) {
+    std::fprintf(stderr, "rank %d: %s: %s\n", rank, what, why);
+    bad = 1;
+  };
+  const size_t n = 37;
+  size_t flat_fns = 0, fns = 0;
+  // Fresh buffers each call, shifted by `k` elements inside a larger allocation.
+  auto value = [&](int r, size_t i, int call) { return double(int((r * 131 + int(i) * 7 + call * 389) % 1000) - 500); };
+  for (const AllreduceEntry& e : kAllreduce) {
+    if (e.applicable(size) != 1) continue;
+    ++fns;
+    bool ran_flat = false;
+    for (int call = 0; call < 3; ++call) {
+      std::vector<double> in(n + 8), out(n + 8, 0.0), ref(n);
+      double* pin = in.data() + call;
+      double* pout = out.data() + 2 * call;
+      for (size_t i = 0; i < n; ++i) pin[i] = value(rank, i, call);
+      MPI_Allreduce(pin, ref.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      const uint64_t before = bine::mpi::flat_calls();
+      if (e.fn(pin, pout, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
+          !std::equal(ref.begin(), ref.end(), pout))
+        fail_flat(e.name, "wrong result");
+      if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
+    }
+    flat_fns += ran_flat;
+  }
+  for (const BcastEntry& e : kBcast) {
+    if (e.applicable(size) != 1) continue;
+    ++fns;
+    bool ran_flat = false;
+    for (int call = 0; call < 3; ++call) {
+      const int root = size - 1;
+      std::vector<double> buf(n + 8, 0.0), ref(n);
+      double* pb = buf.data() + call;
+      for (size_t i = 0; i < n; ++i) ref[i] = value(root, i, call);
+      if (rank == root) std::copy(ref.begin(), ref.end(), pb);
+      const uint64_t before = bine::mpi::flat_calls();
+      if (e.fn(pb, n, MPI_DOUBLE, root, MPI_COMM_WORLD) != MPI_SUCCESS || !std::equal(ref.begin(), ref.end(), pb))
+        fail_flat(e.name, "wrong result");
+      if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
+    }
+    flat_fns += ran_flat;
+  }
+  for (const auto* table : {&kAllgather, &kAlltoall}) {
+    const bool a2a = table == &kAlltoall;
+    for (const auto& e : *table) {
+      if (e.applicable(size) != 1) continue;
+      ++fns;
+      bool ran_flat = false;
+      const size_t blk = 5, all = blk * size_t(size);
+      for (int call = 0; call < 3; ++call) {
+        std::vector<int> in(all + 8), out(all + 8, 0), ref(all);
+        int* pin = in.data() + call;
+        int* pout = out.data() + 3 * call;
+        for (size_t i = 0; i < (a2a ? all : blk); ++i) pin[i] = int(value(rank, i, call));
+        if (a2a)
+          MPI_Alltoall(pin, int(blk), MPI_INT, ref.data(), int(blk), MPI_INT, MPI_COMM_WORLD);
+        else
+          MPI_Allgather(pin, int(blk), MPI_INT, ref.data(), int(blk), MPI_INT, MPI_COMM_WORLD);
+        const uint64_t before = bine::mpi::flat_calls();
+        if (e.fn(pin, blk, MPI_INT, pout, blk, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS ||
+            !std::equal(ref.begin(), ref.end(), pout))
+          fail_flat(e.name, "wrong result");
+        if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
+      }
+      flat_fns += ran_flat;
+    }
+  }
+  // The edge cases, on recursive doubling (any p), where the header has it (not the
+  // segmented harness's).
+  const AllreduceEntry* rde = nullptr;
+  for (const AllreduceEntry& e : kAllreduce)
+    if (std::strcmp(e.name, "bcc_recursive_doubling_allreduce") == 0) rde = &e;
+  if (!rde) {
+    int any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
+  }
+  std::vector<double> in(n), out(2 * n), ref(n);
+  for (size_t i = 0; i < n; ++i) in[i] = value(rank, i, 7);
+  MPI_Allreduce(in.data(), ref.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  auto rd = [&](const void* a, void* b, MPI_Comm c) {
+    return rde->fn(a, b, n, MPI_DOUBLE, MPI_SUM, c);
+  };
+  for (int k = 0; k < 3; ++k) rd(in.data(), out.data(), MPI_COMM_WORLD);
+  uint64_t before = bine::mpi::flat_calls();
+  if (rd(in.data(), out.data() + n, MPI_COMM_WORLD) != MPI_SUCCESS || !std::equal(ref.begin(), ref.end(), out.data() + n))
+    fail_flat("bcc_recursive_doubling_allreduce", "wrong result at another address");
+  const bool flat_now = bine::mpi::flat_calls() > before;
+  if (size > 1 && !flat_now) fail_flat("bcc_recursive_doubling_allreduce", "a fourth call of one shape did not run flat");
+  // Aliased: recvbuf overlapping sendbuf (the same shape otherwise).
+  std::vector<double> ov(2 * n);
+  std::copy(in.begin(), in.end(), ov.begin());
+  before = bine::mpi::flat_calls();
+  if (rd(ov.data(), ov.data() + n / 2, MPI_COMM_WORLD) == MPI_SUCCESS)
+    fail_flat("bcc_recursive_doubling_allreduce", "aliased buffers accepted on a flat shape");
+  if (bine::mpi::flat_calls() != before) fail_flat("bcc_recursive_doubling_allreduce", "an aliased call ran flat");
+  // MPI_IN_PLACE: another shape, correct.
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> ip(in);
+    if (rd(MPI_IN_PLACE, ip.data(), MPI_COMM_WORLD) != MPI_SUCCESS || ip != ref)
+      fail_flat("bcc_recursive_doubling_allreduce", "MPI_IN_PLACE after flat calls");
+  }
+  // A communicator freed after its shape ran flat, then a new one of another size (MPI may
+  // give it the freed handle).
+  {
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    for (int k = 0; k < 3; ++k)
+      if (rd(in.data(), out.data(), dup) != MPI_SUCCESS || !std::equal(ref.begin(), ref.end(), out.data()))
+        fail_flat("bcc_recursive_doubling_allreduce", "on a duplicated communicator");
+    const uint64_t epoch = bine::mpi::flat_epoch().load();
+    MPI_Comm_free(&dup);
+    if (size > 1 && bine::mpi::flat_epoch().load() == epoch)
+      fail_flat("bcc_recursive_doubling_allreduce", "MPI_Comm_free did not invalidate the flat plans");
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+    std::vector<double> href(n);
+    MPI_Allreduce(in.data(), href.data(), int(n), MPI_DOUBLE, MPI_SUM, half);
+    for (int k = 0; k < 3; ++k)
+      if (rd(in.data(), out.data(), half) != MPI_SUCCESS || !std::equal(href.begin(), href.end(), out.data()))
+        fail_flat("bcc_recursive_doubling_allreduce", "on a new communicator after MPI_Comm_free");
+    MPI_Comm_free(&half);
+  }
+  // BINE_SEGMENT_BYTES changed: the next call plans again (and is right).
+  for (int k = 0; k < 3; ++k) rd(in.data(), out.data(), MPI_COMM_WORLD);
+  setenv("BINE_SEGMENT_BYTES", "16", 1);
+  bine::mpi::reread_environment();
+  before = bine::mpi::flat_calls();
+  if (rd(in.data(), out.data(), MPI_COMM_WORLD) != MPI_SUCCESS || !std::equal(ref.begin(), ref.end(), out.data()))
+    fail_flat("bcc_recursive_doubling_allreduce", "with BINE_SEGMENT_BYTES=16");
+  if (bine::mpi::flat_calls() != before) fail_flat("bcc_recursive_doubling_allreduce", "a changed environment ran flat");
+  unsetenv("BINE_SEGMENT_BYTES");
+  bine::mpi::reread_environment();
+  int any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf("flat: %s p = %d, %zu of %zu schedules ran their third call flat\n", any ? "FAIL" : "PASS", size,
+                flat_fns, fns);
+  if (size > 1 && flat_fns == 0) any = 1;
+  return any;
+}
+
 int run_trace(const std::string& dir) {
   std::ofstream f(dir + "/trace." + std::to_string(rank) + ".json");
   f << "[\n";
@@ -1387,6 +1545,25 @@ int main(int argc, char** argv) {
     data_salt = 1;
     rc |= run_check();
   }
+  else if (mode == "flat") rc = run_flat();
+  else if (mode == "check-thrice") {
+    // The matrix three times, other data each time: the second pass replays the persistent
+    // plans the first built and records their flat plans, the third runs those
+    // (bine/flat_replay.hpp) at other addresses; some calls must have run flat.
+    rc = run_check();
+    data_salt = 1;
+    rc |= run_check();
+    data_salt = 2;
+    const uint64_t before = bine::mpi::flat_calls();
+    rc |= run_check();
+    unsigned long long mine = bine::mpi::flat_calls() - before, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) std::printf("p=%d: %llu calls of the third pass ran flat\n", size, all);
+    if (all == 0 && size > 1) {  // p = 1: every call is finished at its start (a copy), none is replayed
+      if (rank == 0) std::fprintf(stderr, "check-thrice: no call ran flat\n");
+      rc = 1;
+    }
+  }
   else if (mode == "check-persistent") {
     // The matrix through the persistent forms: _init, start (twice: the second replays the
     // plan's own rounds), free.
@@ -1415,7 +1592,7 @@ int main(int argc, char** argv) {
 #ifdef BINE_TRACE_UTOFU
   else if (mode == "registrations") rc = run_registrations();
 #endif
-  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-persistent | check-nonblocking | trace DIR\n");
+  else if (rank == 0) std::fprintf(stderr, "usage: harness check | check-fatal | check-twice | check-thrice | flat | check-persistent | check-nonblocking | trace DIR\n");
   MPI_Finalize();
   return rc;
 }

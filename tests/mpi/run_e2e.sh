@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end run of the generated library under mpirun (see harness.cpp):
 #   1. correctness against Open MPI's collectives for p in {1,...,8,11,12,16};
-#   2. the same with messages chunked at 5 elements (the > INT_MAX code path), and twice
-#      in one process (persistent plans replayed) at p = 3, 8;
+#   2. the same with messages chunked at 5 elements (the > INT_MAX code path), and three
+#      times in one process (persistent plans replayed, then flat plans run) at p = 2, 3, 4, 8;
 #   3. translation validation for p = 1..32 (the range the header states as verified);
 #   4. segmentation: the whole library with BINE_SEGMENT_BYTES=12 (every message in pieces
 #      of 12 bytes, reducing receives reduced piece by piece where the runtime allows it)
@@ -37,9 +37,14 @@ for p in 1 2 3 4 5 6 7 8 11 12 16; do
 done
 # p = 2 and 4 too (1-2 s each): replays with the copy-in deferred (DeferredInput) and the
 # permutations that are the identity at p = 2 skipped.
+# Three passes (issue 48): the second replays the persistent plans and records their flat
+# plans, the third runs those at other addresses; then the flat replay's own cases.
 for p in 2 3 4 8; do
-  echo -n "twice (persistent plans replayed, other data) "
-  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-twice || status=1
+  echo -n "thrice (persistent plans replayed, then flat, other data) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-thrice || status=1
+done
+for p in 1 2 3 5 8; do
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" flat || status=1
 done
 for p in 1 3 6 8; do
   echo -n "persistent forms (_init, start twice, free) "

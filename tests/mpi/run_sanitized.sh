@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI end-to-end harness (check, check-twice, check-persistent, check-nonblocking) and the conformance
+# The MPI end-to-end harness (check, check-thrice, flat, check-persistent, check-nonblocking) and the conformance
 # program, built with AddressSanitizer + UBSan, under mpirun at a reduced set of p.
 # Any sanitizer report aborts the process (halt_on_error, -fno-sanitize-recover), so a
 # clean run is exit status 0.
@@ -17,8 +17,10 @@ for p in 1 2 5; do
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check || status=1
 done
 for p in 3; do
-  echo -n "asan+ubsan twice "
-  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-twice || status=1
+  echo -n "asan+ubsan thrice (replayed, then flat) "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-thrice || status=1
+  echo -n "asan+ubsan "
+  timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" flat || status=1
   echo -n "asan+ubsan persistent "
   timeout 300 mpirun "${mpirun_args[@]}" -np "$p" "$harness" check-persistent || status=1
   echo "asan+ubsan nonblocking "

@@ -85,25 +85,12 @@
 #include "bine/blockset.hpp"
 #include "bine/builtins.hpp"
 #include "bine/collective.hpp"
+#include "bine/flat_replay.hpp"
 #include "bine/mpi_transport.hpp"
 #include "bine/rounds.hpp"
 
 namespace bine::mpi {
 
-#ifdef BINE_MAX_CHUNK
-inline constexpr uint64_t kMaxChunk = BINE_MAX_CHUNK;
-#else
-inline constexpr uint64_t kMaxChunk = INT_MAX;
-#endif
-
-/// Bytes of the per-thread error text, terminating NUL included (longer texts are cut).
-inline constexpr size_t kErrorTextBytes = 512;
-/// The calling thread's error text: why the last generated collective it called failed,
-/// "" after a successful call or before any. Static thread-local storage, no allocation.
-inline char* error_text() {
-  static thread_local char text[kErrorTextBytes] = "";
-  return text;
-}
 
 /// The layout of a datatype, from MPI_Type_size, MPI_Type_get_extent and
 /// MPI_Type_get_true_extent (bytes). `contiguous`: one element is `size` bytes with no gap
@@ -114,26 +101,6 @@ struct TypeShape {
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   bool contiguous = true;
 };
-/// Bytes the calling thread's generated collectives copied locally (working buffer, scratch,
-/// the user's buffers: everything but messages and reductions), counted only in a build with
-/// BINE_COUNT_COPIES defined (bench/copy_passes.cpp: full-buffer passes per schedule).
-inline uint64_t& copied_bytes() {
-  static thread_local uint64_t n = 0;
-  return n;
-}
-/// memcpy / memmove of the runtime's local copies (copied_bytes()).
-inline void local_copy(void* to, const void* from, size_t n) {
-#ifdef BINE_COUNT_COPIES
-  copied_bytes() += n;
-#endif
-  std::memcpy(to, from, n);
-}
-inline void local_move(void* to, const void* from, size_t n) {
-#ifdef BINE_COUNT_COPIES
-  copied_bytes() += n;
-#endif
-  std::memmove(to, from, n);
-}
 /// The predefined datatypes a thread has used, with their shapes (issue 48: the datatype
 /// queries were four MPI calls on every call of a generated collective). A predefined
 /// (named) type lives as long as MPI and no derived type can get its handle, so an entry
@@ -316,20 +283,7 @@ inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, co
   });
 }
 
-/// Testing hook: when set, called with the working buffer (base, element bytes, elements)
-/// once a call has set it up, so a PMPI tracer can express offsets in its elements.
-inline void (*&working_buffer_hook())(const void*, uint64_t, uint64_t) {
-  static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
-  return hook;
-}
-/// Testing hook: when set, called with the user's input (base, element bytes, elements) when
-/// a call replays with its copy-in deferred (DeferredInput): sends then read element e of
-/// the vector at base + e * element bytes, so a tracer maps those addresses to offsets too.
-inline void (*&input_buffer_hook())(const void*, uint64_t, uint64_t) {
-  static void (*hook)(const void*, uint64_t, uint64_t) = nullptr;
-  return hook;
-}
-/// Byte buffers of the calling thread, kept between calls of generated collectives so that
+ /// Byte buffers of the calling thread, kept between calls of generated collectives so that
 /// a repeated call does not allocate (and, for large messages, map and zero fresh pages)
 /// its working buffer and its scratch memory again. Buffers are uninitialized. A buffer
 /// above kRetainBytes is freed when released; at most kRetainTotal bytes stay kept.
@@ -1044,7 +998,7 @@ class BasicContext {
     }
     if (unpack) set_irregular_out(recvbuf, recvcounts, rdispls, recvtype, rs);
     const size_t me = size_t(rank_);
-    if (!dry_ && own_s > 0 && vrecv_[me] != vsend_[me]) local_copy(vrecv_[me], vsend_[me], own_s);
+    if (!dry_ && own_s > 0 && vrecv_[me] != vsend_[me]) lcopy(vrecv_[me], vsend_[me], own_s);
     announce();
     return MPI_SUCCESS;
   }
@@ -1196,7 +1150,7 @@ class BasicContext {
   /// pending error.
   int finish() {
     if (async_plan_) return MPI_SUCCESS;  // a nonblocking call: progress() copies out at its end
-    if (replayed_) return copy_out();
+    if (replayed_) return keep_flat(copy_out());
     if (const int rc = pipe().epilogue(sink_, kind_); rc != MPI_SUCCESS) return rc;
     const int rc = copy_out();
     if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
@@ -1248,6 +1202,45 @@ class BasicContext {
     plans_ = &cache;
     plan_rec_.reset(new (std::nothrow) Plan);  // no plan when it cannot be allocated
     return MPI_SUCCESS;
+  }
+  /// Records what this call does for `cache` (bine/flat_replay.hpp), before begin_*: if it
+  /// replays a persistent plan and succeeds, finish() keeps the operations it made as the
+  /// FlatPlan of the call's shape `key` (which must outlive the call). Only over MPI
+  /// point-to-point (MpiTransport); a no-op for other transports and when out of memory.
+  void record_flat(FlatCache* cache, const CallKey* key) {
+    if constexpr (std::is_same_v<Transport, MpiTransport>) {
+      rec_own_.reset(new (std::nothrow) FlatRecorder);
+      if (!rec_own_) return;
+      rec_ = rec_own_.get();
+      rec_->key = key;
+      flat_ = cache;
+    } else {
+      (void)cache;
+      (void)key;
+    }
+  }
+  /// The end of a replayed call (`rc` its result): keeps the operations it made as a flat
+  /// plan where record_flat() asked for it and everything the call did can be replayed flat.
+  int keep_flat(int rc) {
+    FlatRecorder* r = rec_;
+    rec_ = nullptr;
+    if (!r || !r->ok || rc != MPI_SUCCESS || dry_ || async_ || packed_ || r->posts != 0 || !r->key->fits) return rc;
+    if (op_ != MPI_OP_NULL && op_class(op_) == 0) return rc;  // a user's operator may be freed and its handle reused
+    if (working_buffer_hook() || input_buffer_hook() || !flat_watch(comm_)) return rc;
+    std::unique_ptr<FlatPlan> f(new (std::nothrow) FlatPlan);
+    if (!f) return rc;
+    f->key = *r->key;
+    f->comm = comm_;
+    f->type = datatype_;
+    f->op = op_;
+    f->epoch = flat_epoch().load(std::memory_order_relaxed);
+    f->segment = segment_env();
+    f->steps = std::move(r->steps);
+    f->aliases = std::move(r->aliases);
+    f->arena_bytes = r->arena_top;
+    f->max_posts = r->max_posts;
+    flat_->insert(std::move(f));
+    return rc;
   }
   /// Makes this call a dry run, before begin_*: every check of a real call (arguments,
   /// `requires`, the operator, domain errors) and the plan built and stored, but nothing
@@ -1338,12 +1331,12 @@ class BasicContext {
   int copy_out() {
     if (dry_) return fail_domain();
     take_input();  // p = 1, count 0 or a plan without rounds: the input is the result
-    if (vec_out_ && count_ > 0) local_copy(vec_out_, buf_, count_ * elem_bytes_);
+    if (vec_out_ && count_ > 0) lcopy(vec_out_, buf_, count_ * elem_bytes_);
     if (out_all_ && count_ > 0) {
       if (out_perm_)  // the last round's permutation, fused (run_round())
         permute_copy(*out_perm_, static_cast<const char*>(buf_), static_cast<char*>(out_all_));
       else
-        local_copy(out_all_, buf_, count_ * elem_bytes_);
+        lcopy(out_all_, buf_, count_ * elem_bytes_);
     }
     if (vout_)  // irregular: block b from its place in rank order to displs[b]
       for (int64_t b = 0; b < size_; ++b) {
@@ -1352,16 +1345,16 @@ class BasicContext {
         const char* from = static_cast<const char*>(buf_) + (direct_v_ ? vroff_ : voff_)[size_t(b)];
         char* to = static_cast<char*>(vout_) + MPI_Aint(vdispls_[b]) * unpack_shape_.extent;
         if (unpack_shape_.contiguous) {
-          local_copy(to, from, n * uint64_t(unpack_shape_.size));
+          lcopy(to, from, n * uint64_t(unpack_shape_.size));
         } else if (const int rc = unpack_elements(from, n, unpack_type_, unpack_shape_, to, comm_); rc != MPI_SUCCESS) {
           return rc;
         }
       }
     if (out_ && !voff_.empty()) {  // irregular (scatterv, reduce_scatterv): this rank's block, voff_ sized
       const uint64_t n = (voff_[size_t(rank_) + 1] - voff_[size_t(rank_)]) * elem_bytes_;
-      if (n > 0) local_copy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)] * elem_bytes_, n);
+      if (n > 0) lcopy(out_, static_cast<char*>(buf_) + voff_[size_t(rank_)] * elem_bytes_, n);
     } else if (out_ && block_elems_ > 0)
-      local_copy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
+      lcopy(out_, static_cast<char*>(buf_) + uint64_t(rank_) * block_elems_ * elem_bytes_,
                   block_elems_ * elem_bytes_);
     if (unpack_to_ && unpack_count_ > 0) {
       const char* home = static_cast<const char*>(vec_out_ ? vec_out_ : buf_);
@@ -1461,10 +1454,11 @@ class BasicContext {
                   (unsigned long long)bytes);
     pool().release(ext_);
     ext_ = pool().acquire((uint64_t(K) + 1) * bytes + 1);
+    if (rec_) rec_->memory(ext_, (uint64_t(K) + 1) * bytes + 1);
     if (!ext_)
       return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes for %lld scratch buffers",
                   (unsigned long long)((uint64_t(K) + 1) * bytes), (long long)K);
-    if (bytes > 0 && !dry_) local_copy(ext_, buf_, bytes);
+    if (bytes > 0 && !dry_) lcopy(ext_, buf_, bytes);
     vec_out_ = buf_;
     buf_ = ext_;
     scratch_buffers_ = K;
@@ -1600,6 +1594,7 @@ class BasicContext {
     bool any_early = false;
     for (const Pending& pd : pending_) any_early |= pd.x->early;
     int rc;
+    if (rec_ && (nb_any_live() || any_early)) rec_->fail();  // Testall / Waitsome: not replayed flat
     if (nb_any_live()) {  // test, and advance the nonblocking calls in flight between tests
       for (;;) {
         int flag = 0;
@@ -1614,6 +1609,7 @@ class BasicContext {
       return MPI_SUCCESS;
     }
     if (!any_early) {
+      if (rec_) rec_->waitall();
       rc = transport_.wait_all(requests_.data(), int(requests_.size()));
       requests_.clear();
       pieces_.clear();
@@ -1662,7 +1658,7 @@ class BasicContext {
         char* src = tmp + lo * elem_bytes_;
         const uint64_t n = hi - lo;
         if (!pd.x->reduce) {
-          local_copy(dst, src, n * elem_bytes_);
+          lcopy(dst, src, n * elem_bytes_);
         } else {
           for (uint64_t d = 0; d < n; d += kMaxChunk) {
             const uint64_t c = n - d < kMaxChunk ? n - d : kMaxChunk;
@@ -1675,7 +1671,7 @@ class BasicContext {
               rc = reduce_elements(t, dd, c);
             } else {
               rc = reduce_elements(dd, t, c);
-              if (rc == MPI_SUCCESS) local_copy(dd, t, c * elem_bytes_);
+              if (rc == MPI_SUCCESS) lcopy(dd, t, c * elem_bytes_);
             }
             if (rc != MPI_SUCCESS) return rc;
           }
@@ -1725,6 +1721,8 @@ class BasicContext {
   /// MPI_ERR_BUFFER when `buf` is NULL (MPI_BOTTOM) and count elements of shape `s` would be
   /// accessed from address true_lb <= 0 (a type of absolute addresses has true_lb > 0).
   int check_buffer(const void* buf, uint64_t count, const TypeShape& s, const char* what) const {
+    if (rec_ && buf && count > 0 && s.size > 0)
+      rec_->checked(buf, int64_t(s.true_lb) + int64_t(count - 1) * int64_t(s.extent) + int64_t(s.true_extent));
     if (buf != nullptr || count == 0 || s.size == 0 || s.true_lb > 0) return MPI_SUCCESS;
     return fail(error_code(MPI_ERR_BUFFER, kNullBuffer), "the %s is NULL with %llu elements of %d bytes to access",
                 what, (unsigned long long)count, s.size);
@@ -1741,12 +1739,16 @@ class BasicContext {
                   int cls) const {
     if (na == 0 || nb == 0 || sa.size == 0 || sb.size == 0) return MPI_SUCCESS;
     bool overlap = a == b;
-    if (!overlap && sa.contiguous && sb.contiguous) {
-      uintptr_t alo, ahi, blo, bhi;
+    const bool ranges = sa.contiguous && sb.contiguous;
+    uintptr_t alo = 0, ahi = 0, blo = 0, bhi = 0;
+    if (ranges) {
       span(a, na, sa, alo, ahi);
       span(b, nb, sb, blo, bhi);
-      overlap = alo < bhi && blo < ahi;
     }
+    if (!overlap && ranges) overlap = alo < bhi && blo < ahi;
+    if (rec_)  // the flat replay makes this check again on its addresses
+      rec_->alias(a, int64_t(alo - uintptr_t(a)), int64_t(ahi - uintptr_t(a)), b, int64_t(blo - uintptr_t(b)),
+                  int64_t(bhi - uintptr_t(b)), ranges);
     return overlap ? arg_error(cls, kAlias) : MPI_SUCCESS;
   }
   /// MPI_ERR_COUNT when count x `blocks` elements of shape `s` span more than PTRDIFF_MAX
@@ -1768,6 +1770,7 @@ class BasicContext {
   /// The shape of `type`, or MPI_ERR_TYPE.
   int shape_of(MPI_Datatype type, TypeShape& s) const {
     if (type_shape(type, s) != MPI_SUCCESS) return arg_error(MPI_ERR_TYPE, kType);
+    if (rec_ && !named_type(type)) rec_->fail();  // a derived type's handle may be freed and reused
     if (s.size > 0 && s.extent <= 0)
       return fail(error_code(MPI_ERR_TYPE, kType), "a datatype with a non-positive extent is not supported");
     return MPI_SUCCESS;
@@ -1962,7 +1965,7 @@ class BasicContext {
   int copy_in(const void* src, uint64_t count, MPI_Datatype type, const TypeShape& s, char* to) {
     if (count == 0 || s.size == 0 || dry_) return MPI_SUCCESS;
     if (s.contiguous) {
-      if (to != src) local_copy(to, src, count * uint64_t(s.size));
+      if (to != src) lcopy(to, src, count * uint64_t(s.size));
       return MPI_SUCCESS;
     }
     const int rc = pack_elements(src, count, type, s, to, comm_);
@@ -1977,17 +1980,17 @@ class BasicContext {
       lazy_src_ = static_cast<const char*>(src);
       return;
     }
-    local_copy(buf_, src, count_ * elem_bytes_);
+    lcopy(buf_, src, count_ * elem_bytes_);
   }
   /// The deferred copy-in done whole, where a call does not replay a plan that defers it.
   void take_input() {
     if (!lazy_src_) return;
-    local_copy(buf_, lazy_src_, count_ * elem_bytes_);
+    lcopy(buf_, lazy_src_, count_ * elem_bytes_);
     lazy_src_ = nullptr;
   }
   /// Elements [r.first, r.first + r.second) of the deferred input into the working buffer.
   void input_range(const ElemRange& r) {
-    local_copy(static_cast<char*>(buf_) + r.first * elem_bytes_, lazy_src_ + r.first * elem_bytes_,
+    lcopy(static_cast<char*>(buf_) + r.first * elem_bytes_, lazy_src_ + r.first * elem_bytes_,
                 r.second * elem_bytes_);
   }
   /// Replays `pl` with the copy-in deferred (DeferredInput): each round's copies, then the
@@ -2123,7 +2126,9 @@ class BasicContext {
   /// schedule writes every block it reads, as the verifier checks); null when out of memory.
   char* own(uint64_t bytes) {
     pool().release(own_);
-    return own_ = pool().acquire(bytes);
+    own_ = pool().acquire(bytes);
+    if (rec_) rec_->memory(own_, bytes);
+    return own_;
   }
   int no_memory(uint64_t bytes) const {
     return fail(MPI_ERR_NO_MEM, "cannot allocate %llu bytes of working or scratch memory", (unsigned long long)bytes);
@@ -2132,7 +2137,17 @@ class BasicContext {
   char* scratch(uint64_t bytes) {
     char* m = pool().acquire(bytes);
     if (m) scratch_.push_back(m);
+    if (rec_) rec_->memory(m, bytes);
     return m;
+  }
+  /// The runtime's local copies (local_copy / local_move), recorded for a flat plan.
+  void lcopy(void* to, const void* from, size_t n) const {
+    if (rec_) rec_->copy(to, from, n, false);
+    local_copy(to, from, n);
+  }
+  void lmove(void* to, const void* from, size_t n) const {
+    if (rec_) rec_->copy(to, from, n, true);
+    local_move(to, from, n);
   }
   void release_scratch() {
     for (char* m : scratch_) pool().release(m);
@@ -2192,7 +2207,11 @@ class BasicContext {
   /// unpacked copies in its own layout otherwise (a user operator on a non-contiguous
   /// type, MINLOC on MPI_DOUBLE_INT, ...).
   int reduce_elements(const void* in, void* inout, uint64_t count) {
-    if (via_transport_) return transport_.reduce_local(in, inout, int(count));
+    if (via_transport_) {
+      if (rec_) rec_->reduce(in, inout, int(count), elem_bytes_);
+      return transport_.reduce_local(in, inout, int(count));
+    }
+    if (rec_) rec_->fail();  // packed or element-wise: not replayed flat
     const uint64_t n = count * red_k_;
     const uint64_t unit = uint64_t(red_shape_.size);
     for (uint64_t d = 0; d < n; d += kMaxChunk) {
@@ -2324,13 +2343,18 @@ class BasicContext {
     if (fast) {
       const XferPlan& a = rp.xfers.front();
       const XferPlan& b = rp.xfers.back();
-      if (rp.xfers.size() == 1)
+      if (rp.xfers.size() == 1) {
+        if (rec_) rec_->post(a.recv ? FlatStep::recv : FlatStep::send, fast_base[0], int(a.total), int(a.peer), elem_bytes_);
         rc = a.recv ? transport_.recv(fast_base[0], int(a.total), int(a.peer))
                     : transport_.send(fast_base[0], int(a.total), int(a.peer));
-      else if (a.recv)
-        rc = transport_.sendrecv(fast_base[1], int(b.total), int(b.peer), fast_base[0], int(a.total), int(a.peer));
-      else
-        rc = transport_.sendrecv(fast_base[0], int(a.total), int(a.peer), fast_base[1], int(b.total), int(b.peer));
+      } else {
+        const XferPlan& s = a.recv ? b : a;  // the send
+        const XferPlan& r = a.recv ? a : b;
+        char* sb = fast_base[a.recv ? 1 : 0];
+        char* rb = fast_base[a.recv ? 0 : 1];
+        if (rec_) rec_->sendrecv(sb, int(s.total), int(s.peer), rb, int(r.total), int(r.peer), elem_bytes_);
+        rc = transport_.sendrecv(sb, int(s.total), int(s.peer), rb, int(r.total), int(r.peer));
+      }
     } else {
       rc = complete_round();
     }
@@ -2359,7 +2383,7 @@ class BasicContext {
         if (!x.recv) {
           char* w = m;
           for (uint32_t k = 0; k < x.n; ++k) {
-            local_copy(w, from + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
+            lcopy(w, from + rg[k].first * elem_bytes_, rg[k].second * elem_bytes_);
             w += rg[k].second * elem_bytes_;
           }
         } else {
@@ -2377,6 +2401,7 @@ class BasicContext {
         char* ptr = base + done * elem_bytes_;
         pieces_.push_back({pending, done, uint64_t(c)});
         requests_.push_back(Transport::null_request());
+        if (rec_) rec_->post(x.recv ? FlatStep::irecv : FlatStep::isend, ptr, c, int(x.peer), elem_bytes_);
         const int rc = x.recv ? transport_.post_recv(ptr, c, int(x.peer), &requests_.back())
                               : transport_.post_send(ptr, c, int(x.peer), &requests_.back());
         if (rc != MPI_SUCCESS) return rc;  // the requests posted so far are cancelled by release_pending()
@@ -2387,6 +2412,7 @@ class BasicContext {
   /// An alltoallv round (begin_alltoallv()): each message of the plan is the item for or
   /// from its peer, posted from or into its place, in pieces of at most rp.piece bytes.
   int post_direct(const RoundPlan& rp) {
+    if (rec_) rec_->fail();  // alltoallv's items: no persistent plan
     for (const XferPlan& x : rp.xfers) {
       const size_t q = size_t(x.peer);
       char* base = x.recv ? vrecv_[q] : vsend_[q];
@@ -2436,7 +2462,7 @@ class BasicContext {
         const int rc = reduce_elements(src, dst, c);
         if (rc != MPI_SUCCESS) return rc;
       } else {
-        local_move(dst, src, c * elem_bytes_);
+        lmove(dst, src, c * elem_bytes_);
       }
       if ((di += c) == from[i].second) { ++i; di = 0; }
       if ((dj += c) == to[j].second) { ++j; dj = 0; }
@@ -2471,7 +2497,7 @@ class BasicContext {
     for (size_t j = 0; j < map.size(); ++j) {
       const uint64_t at = block_begin(count_, B, j), len = block_begin(count_, B, j + 1) - at;
       if (len > 0)
-        local_copy(to + block_begin(count_, B, uint64_t(map[j])) * elem_bytes_, from + at * elem_bytes_,
+        lcopy(to + block_begin(count_, B, uint64_t(map[j])) * elem_bytes_, from + at * elem_bytes_,
                     len * elem_bytes_);
     }
   }
@@ -2491,13 +2517,14 @@ class BasicContext {
     if (widest == 0) return MPI_SUCCESS;
     char* tmp = pool().acquire(widest);
     if (!tmp) return no_memory(widest);
+    if (rec_) rec_->memory(tmp, widest);
     for (size_t i = 0; i < cycles.size(); i += size_t(cycles[i]) + 1) {
       const int64_t k = cycles[i];
       const int64_t* c = cycles.data() + i + 1;
       const uint64_t len = (block_begin(count_, B, uint64_t(c[0]) + 1) - block_begin(count_, B, uint64_t(c[0]))) * elem_bytes_;
-      local_copy(tmp, at(c[0]), len);
-      for (int64_t m = 0; m + 1 < k; ++m) local_copy(at(c[m]), at(c[m + 1]), len);
-      local_copy(at(c[k - 1]), tmp, len);
+      lcopy(tmp, at(c[0]), len);
+      for (int64_t m = 0; m + 1 < k; ++m) lcopy(at(c[m]), at(c[m + 1]), len);
+      lcopy(at(c[k - 1]), tmp, len);
     }
     pool().release(tmp);
     return MPI_SUCCESS;
@@ -2612,6 +2639,9 @@ class BasicContext {
     if (!pipe_) pipe_.emplace();
     return *pipe_;
   }
+  FlatRecorder* rec_ = nullptr;             ///< recording this call for a flat plan (record_flat())
+  std::unique_ptr<FlatRecorder> rec_own_;
+  FlatCache* flat_ = nullptr;
   Sink sink_{this};
 };
 
@@ -2623,6 +2653,21 @@ class BasicContext {
 /// runtime header names with BINE_MPI_TRANSPORT before including this one
 /// (bine/utofu_runtime.hpp). One transport per program.
 using Context = BasicContext<BINE_MPI_TRANSPORT>;
+
+/// The plain entry of a generated collective (`name`; `args`: its arguments, in order;
+/// `run(cx)`: begin_* and the schedule body on a context): a call whose shape (CallKey) has
+/// a flat plan in `cache` that applies runs that plan (bine/flat_replay.hpp); any other
+/// runs on a Context, recording what it does so that its next call of the shape may.
+/// Returns the call's MPI result code (error_text() says why on failure).
+template <class Run, class... Args>
+int run_call(FlatCache& cache, const char* name, Run&& run, const Args&... args) {
+  const CallKey key(args...);
+  int rc;
+  if (cache.run(key, name, &rc)) return rc;
+  Context cx(name);
+  if (key.fits) cx.record_flat(&cache, &key);
+  return cx.result(run(cx));
+}
 
 // ---------------------------------------------------------------------------------------
 // Nonblocking forms (docs/architecture.md, "Nonblocking forms").
