@@ -283,7 +283,7 @@ inline int unpack_elements(const char* in, uint64_t count, MPI_Datatype type, co
   });
 }
 
- /// Byte buffers of the calling thread, kept between calls of generated collectives so that
+/// Byte buffers of the calling thread, kept between calls of generated collectives so that
 /// a repeated call does not allocate (and, for large messages, map and zero fresh pages)
 /// its working buffer and its scratch memory again. Buffers are uninitialized. A buffer
 /// above kRetainBytes is freed when released; at most kRetainTotal bytes stay kept.
