@@ -245,7 +245,7 @@ class Emitter {
       << "      [&](bine::mpi::Context& cx) { return bine_run_" << fname << "(cx, " << names << "); }, " << names
       << ");\n}\n";
     const Signature sig = signature(sd_.collective);
-    persistent(fname, sig.params, sig.names, "bine_run_" + fname, false);
+    persistent(fname, sig.params, sig.names, "bine_run_" + fname, false, /*flat=*/true);
     nonblocking(fname);
     if (has_irregular_form(sd_, proof)) {
       const IrregularForm& v = *irregular_form(sd_.collective);
@@ -258,7 +258,7 @@ class Emitter {
       o << "extern \"C\" int " << fname << "_v(" << v.params << ") {\n";
       o << "  bine::mpi::Context cx(" << c_string(fname + "_v") << ");\n";
       o << "  return cx.result(bine_run_" << fname << "_v(cx, " << v.names << "));\n}\n";
-      persistent(fname + "_v", v.params, v.names, "bine_run_" + fname + "_v", v.rooted);
+      persistent(fname + "_v", v.params, v.names, "bine_run_" + fname + "_v", v.rooted, /*flat=*/false);
       nonblocking_irregular(fname, v);
     }
     return o.str();
@@ -383,8 +383,11 @@ class Emitter {
   /// irregular form (gatherv, scatterv), whose _init also shares the root's block sizes
   /// once (a broadcast: _init is collective there, like MPI_Gatherv_init) and whose starts
   /// reuse them.
+  /// The persistent form `<fname>_init` and its plan's start(); `flat`: starts after the
+  /// first run the flat plan the first recorded (not for the irregular forms, whose count
+  /// arrays the shape does not hold).
   void persistent(const std::string& fname, const std::string& sig_params, const std::string& sig_names,
-                  const std::string& run, bool rooted) {
+                  const std::string& run, bool rooted, bool flat) {
     std::ostream& o = *out_;
     const std::vector<std::string> params = split(sig_params), names = split(sig_names);
     const std::string plan_t = prefix_ + "plan";
@@ -393,11 +396,20 @@ class Emitter {
     for (const std::string& prm : params) o << "    " << prm << ";\n";
     if (rooted) o << "    std::vector<uint64_t> sizes;  // the root's block sizes, shared by _init\n";
     o << "    int start() override {\n";
+    // A start after the first runs the operations the first made (bine/flat_replay.hpp):
+    // the arguments are the bound ones, so the shape is always the same.
+    if (flat) {
+      o << "      const bine::mpi::CallKey key(" << sig_names << ");  // the bound arguments\n";
+      o << "      if (int rc; flat.run(key, " << c_string(fname) << ", &rc)) return rc;\n";
+    }
     o << "      bine::mpi::Context cx(" << c_string(fname) << ");\n";
     o << "      cx.use_plans(plans);\n";
     if (rooted) o << "      cx.preset_block_bytes(&sizes);\n";
+    if (flat) o << "      cx.record_flat(&flat, &key);\n";
     o << "      return cx.result(" << run << "(cx, " << sig_names << "));\n";
-    o << "    }\n  };\n";
+    o << "    }\n";
+    if (flat) o << "    bine::mpi::FlatCache flat;\n";
+    o << "  };\n";
     o << "  bine::mpi::Context cx(" << c_string(fname) << ");  // the plain call's error texts\n";
     o << "  if (!plan) return cx.result(cx.fail(MPI_ERR_ARG, \"the plan pointer is NULL\"));\n";
     o << "  Bound* b = new (std::nothrow) Bound;\n";

@@ -1565,10 +1565,20 @@ int main(int argc, char** argv) {
     }
   }
   else if (mode == "check-persistent") {
-    // The matrix through the persistent forms: _init, start (twice: the second replays the
-    // plan's own rounds), free.
+    // The matrix through the persistent forms: _init, start (twice: the first replays the
+    // plan's own rounds and records them, the second runs them flat over MPI), free.
     persistent = true;
+    const uint64_t flat_before = bine::mpi::flat_calls();
     rc = run_check();
+    unsigned long long flat_mine = bine::mpi::flat_calls() - flat_before, flat_all = 0;
+    MPI_Allreduce(&flat_mine, &flat_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) std::printf("p=%d: %llu starts ran flat\n", size, flat_all);
+#ifndef BINE_TRACE_UTOFU
+    if (size > 1 && flat_all == 0) {
+      if (rank == 0) std::printf("FAIL: no second start ran flat\n");
+      rc = 1;
+    }
+#endif
 #ifdef BINE_TRACE_UTOFU
     // uTofu: the persistent forms of the schedules whose static landing layout is all
     // direct put straight into the receivers' buffers (docs/utofu.md): some must have.
