@@ -232,8 +232,8 @@ class FlatCache {
       if (e_[i].plan && e_[i].key.same_shape(k)) return e_[i].plan.get();
     return nullptr;
   }
-  /// Keeps `p`, replacing the entry of the same shape or the oldest one. False (nothing kept)
-  /// when its arena or requests cannot be allocated.
+  /// Keeps `p`, replacing the entry of the same shape, else a free one, else a pseudo-random
+  /// one. False (nothing kept) when its arena or requests cannot be allocated.
   bool insert(std::unique_ptr<FlatPlan> p) {
     int at = -1;
     for (int i = 0; i < used_ && at < 0; ++i)
@@ -251,7 +251,13 @@ class FlatCache {
     e.plan.reset();
     if (p->arena_bytes > 0 && !(e.arena = static_cast<char*>(std::aligned_alloc(64, (p->arena_bytes + 63) / 64 * 64))))
       return false;
-    e.requests.assign(p->max_posts, MPI_REQUEST_NULL);
+    try {
+      e.requests.assign(p->max_posts, MPI_REQUEST_NULL);
+    } catch (const std::bad_alloc&) {
+      std::free(e.arena);
+      e.arena = nullptr;
+      return false;
+    }
     e.key = p->key;
     e.plan = std::move(p);
     return true;
@@ -306,11 +312,21 @@ struct FlatRecorder {
   std::vector<Block> blocks;  ///< internal memory, latest last (a pool buffer may come back)
 
   void fail() { ok = false; }
+  /// Appends without throwing out of the call being recorded: out of memory ends the recording.
+  template <class V, class T>
+  void keep(V& v, const T& x) {
+    if (!ok) return;
+    try {
+      v.push_back(x);
+    } catch (const std::bad_alloc&) {
+      ok = false;
+    }
+  }
   /// Internal memory of `bytes` at `p` (working buffer, scratch): a place in the arena.
   void memory(const void* p, uint64_t bytes) {
     if (!p) return;
     const uint64_t off = (arena_top + 63) / 64 * 64;
-    blocks.push_back({static_cast<const char*>(p), bytes, off});
+    keep(blocks, Block{static_cast<const char*>(p), bytes, off});
     arena_top = off + bytes;
     if (arena_top > kMaxArena) ok = false;
   }
@@ -332,7 +348,7 @@ struct FlatRecorder {
     if (ia < 0 || ib < 0) return fail();
     x.i = uint8_t(ia), x.j = uint8_t(ib), x.ranges = ranges;
     x.lo_i = alo, x.hi_i = ahi, x.lo_j = blo, x.hi_j = bhi;
-    aliases.push_back(x);
+    keep(aliases, x);
   }
   /// The buffer and offset of `bytes` at `p`.
   bool where(const void* p, uint64_t bytes, uint8_t& reg, uint64_t& off) {
@@ -366,7 +382,7 @@ struct FlatRecorder {
     s.n = n;
     s.peer = peer;
     if (!where(p, uint64_t(n) * unit, s.ra, s.a)) return;
-    steps.push_back(s);
+    keep(steps, s);
     if (kind == FlatStep::isend || kind == FlatStep::irecv) {
       if (++posts > max_posts) max_posts = posts;
     }
@@ -376,21 +392,21 @@ struct FlatRecorder {
     s.kind = FlatStep::waitall;
     s.n = int32_t(posts);
     posts = 0;
-    steps.push_back(s);
+    keep(steps, s);
   }
   void sendrecv(const void* sp, int sn, int speer, const void* rp, int rn, int rpeer, uint64_t unit) {
     FlatStep s;
     s.kind = FlatStep::sendrecv;
     s.n = sn, s.peer = speer, s.n2 = rn, s.peer2 = rpeer;
     if (!where(sp, uint64_t(sn) * unit, s.ra, s.a) || !where(rp, uint64_t(rn) * unit, s.rb, s.b)) return;
-    steps.push_back(s);
+    keep(steps, s);
   }
   void reduce(const void* in, void* inout, int n, uint64_t unit) {
     FlatStep s;
     s.kind = FlatStep::reduce;
     s.n = n;
     if (!where(in, uint64_t(n) * unit, s.ra, s.a) || !where(inout, uint64_t(n) * unit, s.rb, s.b)) return;
-    steps.push_back(s);
+    keep(steps, s);
   }
   void copy(void* to, const void* from, uint64_t bytes, bool overlap) {
     if (bytes == 0) return;
@@ -398,7 +414,7 @@ struct FlatRecorder {
     s.kind = overlap ? FlatStep::move : FlatStep::copy;
     s.bytes = bytes;
     if (!where(from, bytes, s.ra, s.a) || !where(to, bytes, s.rb, s.b)) return;
-    steps.push_back(s);
+    keep(steps, s);
   }
 };
 
