@@ -1260,49 +1260,50 @@ int run_flat() {
   size_t flat_fns = 0, fns = 0;
   // Fresh buffers each call, shifted by `k` elements inside a larger allocation.
   auto value = [&](int r, size_t i, int call) { return double(int((r * 131 + int(i) * 7 + call * 389) % 1000) - 500); };
-  for (const AllreduceEntry& e : kAllreduce) {
-    if (e.applicable(size) != 1) continue;
+  // Three calls of `e` (call(k, &ok) makes call k and checks it), the third one flat?
+  auto thrice = [&](const char* name, auto call) {
     ++fns;
     bool ran_flat = false;
-    for (int call = 0; call < 3; ++call) {
+    for (int k = 0; k < 3; ++k) {
+      const uint64_t before = bine::mpi::flat_calls();
+      bool ok = false;
+      if (call(k, &ok) != MPI_SUCCESS || !ok) fail_flat(name, "wrong result");
+      if (k == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
+    }
+    flat_fns += ran_flat;
+  };
+  for (const AllreduceEntry& e : kAllreduce) {
+    if (e.applicable(size) != 1) continue;
+    thrice(e.name, [&](int call, bool* ok) {
       std::vector<double> in(n + 8), out(n + 8, 0.0), ref(n);
       double* pin = in.data() + call;
       double* pout = out.data() + 2 * call;
       for (size_t i = 0; i < n; ++i) pin[i] = value(rank, i, call);
       MPI_Allreduce(pin, ref.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      const uint64_t before = bine::mpi::flat_calls();
-      if (e.fn(pin, pout, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
-          !std::equal(ref.begin(), ref.end(), pout))
-        fail_flat(e.name, "wrong result");
-      if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
-    }
-    flat_fns += ran_flat;
+      const int rc = e.fn(pin, pout, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      *ok = std::equal(ref.begin(), ref.end(), pout);
+      return rc;
+    });
   }
   for (const BcastEntry& e : kBcast) {
     if (e.applicable(size) != 1) continue;
-    ++fns;
-    bool ran_flat = false;
-    for (int call = 0; call < 3; ++call) {
+    thrice(e.name, [&](int call, bool* ok) {
       const int root = size - 1;
       std::vector<double> buf(n + 8, 0.0), ref(n);
       double* pb = buf.data() + call;
       for (size_t i = 0; i < n; ++i) ref[i] = value(root, i, call);
       if (rank == root) std::copy(ref.begin(), ref.end(), pb);
-      const uint64_t before = bine::mpi::flat_calls();
-      if (e.fn(pb, n, MPI_DOUBLE, root, MPI_COMM_WORLD) != MPI_SUCCESS || !std::equal(ref.begin(), ref.end(), pb))
-        fail_flat(e.name, "wrong result");
-      if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
-    }
-    flat_fns += ran_flat;
+      const int rc = e.fn(pb, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+      *ok = std::equal(ref.begin(), ref.end(), pb);
+      return rc;
+    });
   }
   for (const auto* table : {&kAllgather, &kAlltoall}) {
     const bool a2a = table == &kAlltoall;
     for (const auto& e : *table) {
       if (e.applicable(size) != 1) continue;
-      ++fns;
-      bool ran_flat = false;
-      const size_t blk = 5, all = blk * size_t(size);
-      for (int call = 0; call < 3; ++call) {
+      thrice(e.name, [&](int call, bool* ok) {
+        const size_t blk = 5, all = blk * size_t(size);
         std::vector<int> in(all + 8), out(all + 8, 0), ref(all);
         int* pin = in.data() + call;
         int* pout = out.data() + 3 * call;
@@ -1311,13 +1312,10 @@ int run_flat() {
           MPI_Alltoall(pin, int(blk), MPI_INT, ref.data(), int(blk), MPI_INT, MPI_COMM_WORLD);
         else
           MPI_Allgather(pin, int(blk), MPI_INT, ref.data(), int(blk), MPI_INT, MPI_COMM_WORLD);
-        const uint64_t before = bine::mpi::flat_calls();
-        if (e.fn(pin, blk, MPI_INT, pout, blk, MPI_INT, MPI_COMM_WORLD) != MPI_SUCCESS ||
-            !std::equal(ref.begin(), ref.end(), pout))
-          fail_flat(e.name, "wrong result");
-        if (call == 2 && bine::mpi::flat_calls() > before) ran_flat = true;
-      }
-      flat_fns += ran_flat;
+        const int rc = e.fn(pin, blk, MPI_INT, pout, blk, MPI_INT, MPI_COMM_WORLD);
+        *ok = std::equal(ref.begin(), ref.end(), pout);
+        return rc;
+      });
     }
   }
   // The edge cases, on recursive doubling (any p), where the header has it (not the

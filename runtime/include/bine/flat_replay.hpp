@@ -47,6 +47,15 @@ inline char* error_text() {
   return text;
 }
 
+/// Describes MPI error `rc` of function `name` as the thread's error_text() ("<name>: MPI
+/// error <rc>: <MPI_Error_string>"), for a failure no other text describes.
+inline void describe_mpi_error(const char* name, int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "unknown");
+  std::snprintf(error_text(), kErrorTextBytes, "%s: MPI error %d: %s", name, rc, text);
+}
+
 /// Bytes the calling thread's generated collectives copied locally (working buffer, scratch,
 /// the user's buffers: everything but messages and reductions), counted only in a build with
 /// BINE_COUNT_COPIES defined (bench/copy_passes.cpp: full-buffer passes per schedule).
@@ -202,10 +211,7 @@ struct FlatAlias {
 /// The operations one replay of a persistent plan made, for one call shape (CallKey).
 struct FlatPlan {
   CallKey key;
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Datatype type = MPI_DATATYPE_NULL;  ///< messages' and reductions' datatype (the transport's)
-  MPI_Op op = MPI_OP_NULL;
-  int tag = kTag;
+  MpiTransport transport;    ///< bound as the recorded call's (communicator, datatype, operator, tag)
   uint64_t epoch = 0;        ///< flat_epoch() when made
   int64_t segment = -1;      ///< the BINE_SEGMENT_BYTES value it was made under (segment_env())
   std::vector<FlatStep> steps;
@@ -226,18 +232,11 @@ class FlatCache {
   ~FlatCache() {
     for (Entry& e : e_) std::free(e.arena);
   }
-  /// The plan for `k`'s shape, or null.
-  const FlatPlan* find(const CallKey& k) const {
-    for (int i = 0; i < used_; ++i)
-      if (e_[i].plan && e_[i].key.same_shape(k)) return e_[i].plan.get();
-    return nullptr;
-  }
   /// Keeps `p`, replacing the entry of the same shape, else a free one, else a pseudo-random
   /// one. False (nothing kept) when its arena or requests cannot be allocated.
   bool insert(std::unique_ptr<FlatPlan> p) {
-    int at = -1;
-    for (int i = 0; i < used_ && at < 0; ++i)
-      if (e_[i].plan && e_[i].key.same_shape(p->key)) at = i;
+    Entry* old = entry(p->key);
+    int at = old ? int(old - e_) : -1;
     if (at < 0) {
       // Full: a pseudo-random entry (a fixed sequence, so runs repeat), which keeps a share of
       // the shapes of a cycle through more shapes than entries, where replacing the oldest
@@ -266,9 +265,7 @@ class FlatCache {
   /// this call): *rc is then the call's result and the return value true. False: the call
   /// must take the general path (nothing was done).
   bool run(const CallKey& k, const char* name, int* rc) {
-    Entry* e = nullptr;
-    for (int i = 0; i < used_ && !e; ++i)
-      if (e_[i].plan && e_[i].key.same_shape(k)) e = &e_[i];
+    Entry* e = entry(k);
     if (!e || !applies(*e->plan, k)) return false;
     *rc = execute(*e, k, name);
     return true;
@@ -281,6 +278,12 @@ class FlatCache {
     char* arena = nullptr;
     std::vector<MPI_Request> requests;
   };
+  /// The entry of `k`'s shape, or null.
+  Entry* entry(const CallKey& k) {
+    for (int i = 0; i < used_; ++i)
+      if (e_[i].plan && e_[i].key.same_shape(k)) return &e_[i];
+    return nullptr;
+  }
   /// The facts a plan was made under still hold, and this call's buffers do not alias.
   static bool applies(const FlatPlan& p, const CallKey& k);
   static int execute(Entry& e, const CallKey& k, const char* name);
@@ -435,6 +438,7 @@ inline bool FlatCache::applies(const FlatPlan& p, const CallKey& k) {
 
 inline int FlatCache::execute(Entry& e, const CallKey& k, const char* name) {
   const FlatPlan& p = *e.plan;
+  MpiTransport t = p.transport;
   char* const base[4] = {const_cast<char*>(static_cast<const char*>(k.ptr[0])),
                          const_cast<char*>(static_cast<const char*>(k.ptr[1])), e.arena, nullptr};
   MPI_Request* const rq = e.requests.data();
@@ -445,26 +449,26 @@ inline int FlatCache::execute(Entry& e, const CallKey& k, const char* name) {
     char* b = base[s.rb] + s.b;
     switch (s.kind) {
       case FlatStep::isend:
-        rc = MPI_Isend(a, s.n, p.type, s.peer, p.tag, p.comm, rq + posted++);
+        rc = t.post_send(a, s.n, s.peer, rq + posted++);
         break;
       case FlatStep::irecv:
-        rc = MPI_Irecv(a, s.n, p.type, s.peer, p.tag, p.comm, rq + posted++);
+        rc = t.post_recv(a, s.n, s.peer, rq + posted++);
         break;
       case FlatStep::waitall:
-        rc = BINE_MPI_CALL(Waitall)(int(posted), rq, MPI_STATUSES_IGNORE);
+        rc = t.wait_all(rq, int(posted));
         posted = 0;
         break;
       case FlatStep::send:
-        rc = MPI_Send(a, s.n, p.type, s.peer, p.tag, p.comm);
+        rc = t.send(a, s.n, s.peer);
         break;
       case FlatStep::recv:
-        rc = MPI_Recv(a, s.n, p.type, s.peer, p.tag, p.comm, MPI_STATUS_IGNORE);
+        rc = t.recv(a, s.n, s.peer);
         break;
       case FlatStep::sendrecv:
-        rc = MPI_Sendrecv(a, s.n, p.type, s.peer, p.tag, b, s.n2, p.type, s.peer2, p.tag, p.comm, MPI_STATUS_IGNORE);
+        rc = t.sendrecv(a, s.n, s.peer, b, s.n2, s.peer2);
         break;
       case FlatStep::reduce:
-        rc = MPI_Reduce_local(a, b, s.n, p.type, p.op);
+        rc = t.reduce_local(a, b, s.n);
         break;
       case FlatStep::copy:
         local_copy(b, a, s.bytes);
@@ -480,15 +484,8 @@ inline int FlatCache::execute(Entry& e, const CallKey& k, const char* name) {
     error_text()[0] = '\0';
     return rc;
   }
-  for (uint32_t i = 0; i < posted; ++i)  // what the failed round left in flight (as the general path's cancel)
-    if (rq[i] != MPI_REQUEST_NULL) {
-      MPI_Cancel(rq + i);
-      MPI_Request_free(rq + i);
-    }
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "unknown");
-  std::snprintf(error_text(), kErrorTextBytes, "%s: MPI error %d: %s", name, rc, text);
+  for (uint32_t i = 0; i < posted; ++i) t.cancel(rq + i);  // what the failed round left in flight
+  describe_mpi_error(name, rc);
   return rc;
 }
 

@@ -1224,22 +1224,24 @@ class BasicContext {
   int keep_flat(int rc) {
     FlatRecorder* r = rec_;
     rec_ = nullptr;
-    if (!r || !r->ok || rc != MPI_SUCCESS || dry_ || async_ || packed_ || r->posts != 0 || !r->key->fits) return rc;
-    if (op_ != MPI_OP_NULL && op_class(op_) == 0) return rc;  // a user's operator may be freed and its handle reused
-    if (working_buffer_hook() || input_buffer_hook() || !flat_watch(comm_)) return rc;
-    std::unique_ptr<FlatPlan> f(new (std::nothrow) FlatPlan);
-    if (!f) return rc;
-    f->key = *r->key;
-    f->comm = comm_;
-    f->type = datatype_;
-    f->op = op_;
-    f->epoch = flat_epoch().load(std::memory_order_relaxed);
-    f->segment = segment_env();
-    f->steps = std::move(r->steps);
-    f->aliases = std::move(r->aliases);
-    f->arena_bytes = r->arena_top;
-    f->max_posts = r->max_posts;
-    flat_->insert(std::move(f));
+    if constexpr (std::is_same_v<Transport, MpiTransport>) {
+      if (!r || !r->ok || rc != MPI_SUCCESS || dry_ || async_ || packed_ || r->posts != 0 || !r->key->fits) return rc;
+      if (op_ != MPI_OP_NULL && op_class(op_) == 0) return rc;  // a user's operator may be freed and its handle reused
+      if (working_buffer_hook() || input_buffer_hook() || !flat_watch(comm_)) return rc;
+      std::unique_ptr<FlatPlan> f(new (std::nothrow) FlatPlan);
+      if (!f) return rc;
+      f->key = *r->key;
+      f->transport = transport_;
+      f->epoch = flat_epoch().load(std::memory_order_relaxed);
+      f->segment = segment_env();
+      f->steps = std::move(r->steps);
+      f->aliases = std::move(r->aliases);
+      f->arena_bytes = r->arena_top;
+      f->max_posts = r->max_posts;
+      flat_->insert(std::move(f));
+    } else {
+      (void)r;
+    }
     return rc;
   }
   /// Makes this call a dry run, before begin_*: every check of a real call (arguments,
@@ -1402,10 +1404,8 @@ class BasicContext {
       return rc;
     }
     if (!failed_) {
-      char text[MPI_MAX_ERROR_STRING];
-      int len = 0;
-      if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "unknown");
-      fail(rc, "MPI error %d: %s", rc, text);
+      failed_ = true;
+      describe_mpi_error(name_, rc);
     }
     return rc;
   }
@@ -1721,8 +1721,11 @@ class BasicContext {
   /// MPI_ERR_BUFFER when `buf` is NULL (MPI_BOTTOM) and count elements of shape `s` would be
   /// accessed from address true_lb <= 0 (a type of absolute addresses has true_lb > 0).
   int check_buffer(const void* buf, uint64_t count, const TypeShape& s, const char* what) const {
-    if (rec_ && buf && count > 0 && s.size > 0)
-      rec_->checked(buf, int64_t(s.true_lb) + int64_t(count - 1) * int64_t(s.extent) + int64_t(s.true_extent));
+    if (rec_ && buf && count > 0 && s.size > 0) {  // the bytes a flat replay may touch
+      uintptr_t lo, hi;
+      span(buf, count, s, lo, hi);
+      rec_->checked(buf, int64_t(hi - uintptr_t(buf)));
+    }
     if (buf != nullptr || count == 0 || s.size == 0 || s.true_lb > 0) return MPI_SUCCESS;
     return fail(error_code(MPI_ERR_BUFFER, kNullBuffer), "the %s is NULL with %llu elements of %d bytes to access",
                 what, (unsigned long long)count, s.size);
