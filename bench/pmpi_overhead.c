@@ -5,16 +5,27 @@
  * run the same schedule; BINE_PMPI_SAME_BRACKETING=0, since that schedule is not proved
  * same-bracketing and would otherwise not serve a double sum: docs/pmpi.md). Alternating batches of `batch` calls; per batch the mean per call;
  * rank 0 prints the median over batches of each side and the difference, in us.
- * usage: mpirun -np 2 build/bench/bench_pmpi_overhead [batches] [batch] */
+ * usage: mpirun -np 2 build/bench/bench_pmpi_overhead [batches] [batch]
+ * Instruction mode (bench/pmpi_instructions.sh): bench_pmpi_overhead lib|direct CALLS runs
+ * CALLS calls of one side only, in measured_loop() (callgrind's --toggle-collect target). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bine_lib.h"
 
 static int cmp(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
+}
+
+/* CALLS calls of one side (instruction mode). Not inlined: callgrind collects inside it. */
+__attribute__((noinline)) void measured_loop(int through_lib, int calls, const double* in, double* out, MPI_Comm dup) {
+  for (int i = 0; i < calls; ++i) {
+    if (through_lib) MPI_Allreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    else bcc_bine_allreduce_lat(in, out, 1, MPI_DOUBLE, MPI_SUM, dup);
+  }
 }
 
 int main(int argc, char** argv) {
@@ -34,6 +45,13 @@ int main(int argc, char** argv) {
   for (int w = 0; w < 50; ++w) {
     MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     bcc_bine_allreduce_lat(&in, &out, 1, MPI_DOUBLE, MPI_SUM, dup);
+  }
+  if (argc > 2 && (strcmp(argv[1], "lib") == 0 || strcmp(argv[1], "direct") == 0)) {
+    measured_loop(strcmp(argv[1], "lib") == 0, atoi(argv[2]), &in, &out, dup);
+    MPI_Comm_free(&dup);
+    free(lib); free(direct);
+    MPI_Finalize();
+    return 0;
   }
   for (int b = 0; b < batches; ++b) {
     for (int side = 0; side < 2; ++side) {

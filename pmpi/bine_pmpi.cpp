@@ -16,7 +16,7 @@
 // counters are relaxed atomics; the private communicators are cached as attributes of the
 // application's communicators, which MPI itself keeps thread-safe, and are created with no
 // lock of ours held (PMPI_Comm_dup blocks on the other ranks of that communicator only);
-// the runtime keeps its buffer pools, plan caches and workspaces per thread.
+// the decisions are kept per thread (DecisionCache); the runtime keeps its buffer pools, plan caches and workspaces per thread.
 #include <mpi.h>
 
 #include <algorithm>
@@ -485,25 +485,131 @@ MPI_Comm private_comm(MPI_Comm comm) {
   return *dup;
 }
 
-/// Decides one call. Returns the schedule index and sets *pcomm, or -1 (fallback, counted).
-int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bine::mpi::CallNeeds needs, Reason why, MPI_Comm* pcomm,
-           const bool* usable = nullptr) {
-  load_config();
+/// One call's decision: the schedule index (-1: the PMPI_ function, for `why`), the private
+/// communicator it runs on, and the message bytes the report counts.
+struct Decision {
+  int i = -1;
+  Reason why = kInvalidArgs;
+  MPI_Comm pc = MPI_COMM_NULL;
+  uint64_t bytes = 0;
+  int rank = -1;  ///< the caller's rank, where the decision needed it (rooted_impl), else -1
+};
+
+/// Counts one decided call in the report (g.stats).
+void count(Coll c, const Decision& d) {
   Stats& s = g.stats[c];
   bump(s.calls);
-  bump(s.bytes, bytes);
-  int i = -1;
-  // A barrier moves no bytes; every other collective with zero bytes is left to MPI.
-  if (p > 0) i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, comm, p, bytes, needs, &why, usable);
-  if (i >= 0 && (*pcomm = private_comm(comm)) == MPI_COMM_NULL) i = -1, why = kDupFailed;
-  if (i < 0) {
-    bump(s.reasons[why]);
-    return -1;
+  bump(s.bytes, d.bytes);
+  if (d.i < 0) {
+    bump(s.reasons[d.why]);
+    return;
   }
   bump(s.bine_calls);
-  bump(s.bine_bytes, bytes);
-  bump(s.per_schedule[size_t(i)]);
-  return i;
+  bump(s.bine_bytes, d.bytes);
+  bump(s.per_schedule[size_t(d.i)]);
+}
+
+/// Decides one call without counting it: `p` ranks (-1: invalid, `why` says so), `bytes`.
+Decision decide_uncounted(Coll c, MPI_Comm comm, int p, uint64_t bytes, bine::mpi::CallNeeds needs, Reason why,
+                          const bool* usable = nullptr) {
+  load_config();
+  Decision d;
+  d.bytes = bytes;
+  // A barrier moves no bytes; every other collective with zero bytes is left to MPI.
+  if (p > 0) d.i = bytes == 0 && c != kBarrier ? (why = kEmpty, -1) : choose(c, comm, p, bytes, needs, &why, usable);
+  if (d.i >= 0 && (d.pc = private_comm(comm)) == MPI_COMM_NULL) d.i = -1, why = kDupFailed;
+  d.why = why;
+  return d;
+}
+
+/// Decides one call (decide_uncounted) and counts it. Returns the schedule index and sets
+/// *pcomm, or -1 (fallback).
+int decide(Coll c, MPI_Comm comm, int p, uint64_t bytes, bine::mpi::CallNeeds needs, Reason why, MPI_Comm* pcomm,
+           const bool* usable = nullptr) {
+  const Decision d = decide_uncounted(c, comm, p, bytes, needs, why, usable);
+  count(c, d);
+  *pcomm = d.pc;
+  return d.i;
+}
+
+// ---------------------------------------------------------------------------------------
+// Decision cache (issue 48: the interposer's own work per call). A call's decision is a
+// function of its arguments other than the buffer addresses (the communicator's size and
+// kind, the datatypes' sizes, the operator's commutativity, the counts, the root, which
+// buffers are MPI_IN_PLACE) and of the configuration (fixed after load_config()). The
+// regular collectives keep it per thread, by the arguments' exact values (a CallKey of
+// bine/flat_replay.hpp), so a repeated call makes no MPI query and walks no table: one
+// hash, one key comparison, the report's counters. Kept only when every handle it read is
+// one whose meaning cannot change while the entry lives: predefined datatypes and
+// operators (which cannot be freed), and a communicator watched by bine::mpi::flat_watch(),
+// whose MPI_Comm_free advances bine::mpi::flat_epoch() and so invalidates every entry made
+// before (a freed handle may be reused for another communicator). Calls with invalid
+// arguments are never kept (MPI reports them each time), nor are the irregular (v) forms.
+
+/// Whether a decision that read datatypes `t0`, `t1` and operator `op` (MPI_DATATYPE_NULL /
+/// MPI_OP_NULL: none) may be kept: all predefined.
+bool stable_handles(MPI_Datatype t0, MPI_Datatype t1, MPI_Op op) {
+  return (t0 == MPI_DATATYPE_NULL || bine::mpi::named_type(t0)) && (t1 == MPI_DATATYPE_NULL || bine::mpi::named_type(t1)) &&
+         (op == MPI_OP_NULL || bine::mpi::builtin_op(op));
+}
+
+/// The decisions of one thread: direct-mapped, kSlots entries by a hash of the key (a new
+/// key replaces the one in its slot).
+class DecisionCache {
+ public:
+  static constexpr unsigned kSlots = 64;
+  /// The kept decision of `k`'s arguments, or null.
+  const Decision* find(const bine::mpi::CallKey& k) const {
+    const Slot& s = slot_[slot(k)];
+    if (!s.used || s.epoch != bine::mpi::flat_epoch().load(std::memory_order_relaxed) || !s.key.same_shape(k))
+      return nullptr;
+    return &s.d;
+  }
+  /// Keeps `d` for `k`, made at flat_epoch() value `epoch`.
+  void keep(const bine::mpi::CallKey& k, const Decision& d, uint64_t epoch) {
+    Slot& s = slot_[slot(k)];
+    s.key = k;
+    s.d = d;
+    s.epoch = epoch;
+    s.used = true;
+  }
+  static DecisionCache& local() {
+    static thread_local DecisionCache c;
+    return c;
+  }
+
+ private:
+  struct Slot {
+    bine::mpi::CallKey key;
+    Decision d;
+    uint64_t epoch = 0;
+    bool used = false;
+  };
+  static unsigned slot(const bine::mpi::CallKey& k) {
+    uint64_t h = k.ptr_class;
+    for (uint32_t i = 0; i < k.nwords; ++i) h = (h ^ k.word[i]) * 0x9e3779b97f4a7c15ull;
+    return unsigned(h >> 58) % kSlots;
+  }
+  Slot slot_[kSlots];
+};
+
+/// The decision of a call of collective c with arguments `key` (counted): the kept one, or
+/// `compute()`'s, which is kept when compute() says its handles are stable (sets *stable)
+/// and `comm` can be watched.
+template <class Compute>
+Decision decision(Coll c, const bine::mpi::CallKey& key, MPI_Comm comm, Compute&& compute) {
+  DecisionCache& dc = DecisionCache::local();
+  if (const Decision* d = dc.find(key)) {
+    count(c, *d);
+    return *d;
+  }
+  const uint64_t epoch = bine::mpi::flat_epoch().load(std::memory_order_relaxed);
+  bool stable = false;
+  const Decision d = compute(&stable);
+  count(c, d);
+  if (stable && key.fits && (d.i >= 0 || (d.why != kInvalidArgs && d.why != kDupFailed)) && bine::mpi::flat_watch(comm))
+    dc.keep(key, d, epoch);
+  return d;
 }
 
 /// A generated function's error goes to the application's communicator's error handler, as
@@ -784,13 +890,19 @@ int vector_reduction(Coll c, const ReduceAllFn* fns, int (*fallback)(const void*
                      const ReduceAllNbFn* nbs = nullptr,
                      int (*nb_fallback)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*) = nullptr,
                      MPI_Request* request = nullptr) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bine::mpi::CallNeeds needs;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
-  if (nb_fallback && !request) p = -1, why = kInvalidArgs;
-  const int i = decide(c, comm, p, bytes, needs, why, &pc);
+  const bool bad_request = nb_fallback && !request;
+  const Decision d = decision(c, bine::mpi::CallKey(int(c) | int(bad_request) << 8, comm, count, datatype, op), comm,
+                              [&](bool* stable) {
+                                Reason why = kInvalidArgs;
+                                uint64_t bytes = 0;
+                                bine::mpi::CallNeeds needs;
+                                int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
+                                if (bad_request) p = -1, why = kInvalidArgs;
+                                *stable = stable_handles(datatype, MPI_DATATYPE_NULL, op);
+                                return decide_uncounted(c, comm, p, bytes, needs, why);
+                              });
+  const int i = d.i;
+  const MPI_Comm pc = d.pc;
   if (nb_fallback) {
     if (i < 0) return nb_fallback(sendbuf, recvbuf, count, datatype, op, comm, request);
     return nb_launch(comm, request, hold_handles(new NbState, op, datatype), [&](bcc_request* q) {
@@ -949,12 +1061,14 @@ int MPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype data
 /// MPI_Barrier through the selected schedule (zero-byte messages on the private
 /// communicator), or PMPI_Barrier.
 int MPI_Barrier(MPI_Comm comm) {
-  Reason why = kInvalidArgs;
-  MPI_Comm pc = MPI_COMM_NULL;
-  const int p = comm_size(comm, &why);
-  const int i = decide(kBarrier, comm, p, 0, {}, why, &pc);
-  if (i < 0) return PMPI_Barrier(comm);
-  return finish(comm, kFnBarrier[i](pc));
+  const Decision d = decision(kBarrier, bine::mpi::CallKey(int(kBarrier), comm), comm, [&](bool* stable) {
+    Reason why = kInvalidArgs;
+    const int p = comm_size(comm, &why);
+    *stable = true;
+    return decide_uncounted(kBarrier, comm, p, 0, {}, why);
+  });
+  if (d.i < 0) return PMPI_Barrier(comm);
+  return finish(comm, kFnBarrier[d.i](d.pc));
 }
 /// MPI_Ibarrier through the selected schedule's `_i` form, or PMPI_Ibarrier.
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
@@ -970,14 +1084,20 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
 /// MPI_Bcast / MPI_Ibcast (request non-null) through the selected schedule, or PMPI_.
 int bcast_impl(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request,
                bool nonblocking) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int p = comm_size(comm, &why), size = 0;
-  if (p > 0 && (count < 0 || root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
-  if (p > 0 && !type_bytes(datatype, &size)) p = -1, why = kInvalidArgs;
-  if (p > 0) bytes = uint64_t(count) * uint64_t(size);
-  const int i = decide(kBcast, comm, p, bytes, {}, why, &pc);
+  const bool bad_request = nonblocking && !request;
+  const Decision d = decision(kBcast, bine::mpi::CallKey(int(kBcast) | int(bad_request) << 8, comm, count, datatype, root),
+                              comm, [&](bool* stable) {
+                                Reason why = kInvalidArgs;
+                                uint64_t bytes = 0;
+                                int p = comm_size(comm, &why), size = 0;
+                                if (p > 0 && (count < 0 || root < 0 || root >= p || bad_request)) p = -1, why = kInvalidArgs;
+                                if (p > 0 && !type_bytes(datatype, &size)) p = -1, why = kInvalidArgs;
+                                if (p > 0) bytes = uint64_t(count) * uint64_t(size);
+                                *stable = stable_handles(datatype, MPI_DATATYPE_NULL, MPI_OP_NULL);
+                                return decide_uncounted(kBcast, comm, p, bytes, {}, why);
+                              });
+  const int i = d.i;
+  const MPI_Comm pc = d.pc;
   if (nonblocking) {
     if (i < 0) return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     return nb_launch(comm, request, hold_handles(new NbState, MPI_OP_NULL, datatype),
@@ -998,13 +1118,20 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 /// MPI_Reduce / MPI_Ireduce through the selected schedule, or PMPI_.
 int reduce_impl(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request* request, bool nonblocking) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  bine::mpi::CallNeeds needs;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
-  if (p > 0 && (root < 0 || root >= p || (nonblocking && !request))) p = -1, why = kInvalidArgs;
-  const int i = decide(kReduce, comm, p, bytes, needs, why, &pc);
+  const bool bad_request = nonblocking && !request;
+  const Decision d = decision(
+      kReduce, bine::mpi::CallKey(int(kReduce) | int(bad_request) << 8, comm, count, datatype, op, root), comm,
+      [&](bool* stable) {
+        Reason why = kInvalidArgs;
+        uint64_t bytes = 0;
+        bine::mpi::CallNeeds needs;
+        int p = reduction_checks(comm, count, datatype, op, &bytes, &needs, &why);
+        if (p > 0 && (root < 0 || root >= p || bad_request)) p = -1, why = kInvalidArgs;
+        *stable = stable_handles(datatype, MPI_DATATYPE_NULL, op);
+        return decide_uncounted(kReduce, comm, p, bytes, needs, why);
+      });
+  const int i = d.i;
+  const MPI_Comm pc = d.pc;
   if (nonblocking) {
     if (i < 0) return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return nb_launch(comm, request, hold_handles(new NbState, op, datatype), [&](bcc_request* q) {
@@ -1153,14 +1280,20 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
 /// the receive side.
 int blocks_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, bool nonblocking) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
-  MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
-  int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
-  if (p > 0 && nonblocking && !request) p = -1, why = kInvalidArgs;
-  const int i = decide(c, comm, p, bytes, {}, why, &pc);
+  const int sc = sendbuf == MPI_IN_PLACE ? recvcount : sendcount;
+  const MPI_Datatype st = sendbuf == MPI_IN_PLACE ? recvtype : sendtype;
+  const bool bad_request = nonblocking && !request;
+  const Decision d = decision(c, bine::mpi::CallKey(int(c) | int(bad_request) << 8, comm, sc, st, recvcount, recvtype),
+                              comm, [&](bool* stable) {
+                                Reason why = kInvalidArgs;
+                                uint64_t bytes = 0;
+                                int p = block_checks(comm, sc, st, recvcount, recvtype, &bytes, &why, true);
+                                if (p > 0 && bad_request) p = -1, why = kInvalidArgs;
+                                *stable = stable_handles(st, recvtype, MPI_OP_NULL);
+                                return decide_uncounted(c, comm, p, bytes, {}, why);
+                              });
+  const int i = d.i;
+  const MPI_Comm pc = d.pc;
   const bool a2a = c == kAlltoall;
   if (nonblocking) {
     if (i < 0)
@@ -1204,25 +1337,43 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 /// every rank decides from the same block size.
 int rooted_impl(Coll c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request, bool nonblocking) {
-  Reason why = kInvalidArgs;
-  uint64_t bytes = 0;
-  MPI_Comm pc = MPI_COMM_NULL;
-  int rank = -1;
   const bool gather = c == kGather;
-  int p = comm_size(comm, &why);
-  if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || (nonblocking && !request)))
-    p = -1, why = kInvalidArgs;
+  const bool bad_request = nonblocking && !request;
+  // The significant side replaces the ignored one, by this rank's role (rank -1: unknown).
+  // It reads only the arguments, so applying it twice changes nothing.
   int sc = sendcount, rc = recvcount;
   MPI_Datatype st = sendtype, rt = recvtype;
-  if (gather) {
-    if (p > 0 && rank == root && sendbuf == MPI_IN_PLACE) sc = recvcount, st = recvtype;
-    if (p > 0 && rank != root) rc = sendcount, rt = sendtype;
-  } else {
-    if (p > 0 && rank == root && recvbuf == MPI_IN_PLACE) rc = sendcount, rt = sendtype;
-    if (p > 0 && rank != root) sc = recvcount, st = recvtype;
-  }
-  if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, gather);
-  const int i = decide(c, comm, p, bytes, {}, why, &pc);
+  auto significant = [&](int rank) {
+    if (rank < 0) return;
+    if (gather) {
+      if (rank == root && sendbuf == MPI_IN_PLACE) sc = recvcount, st = recvtype;
+      if (rank != root) rc = sendcount, rt = sendtype;
+    } else {
+      if (rank == root && recvbuf == MPI_IN_PLACE) rc = sendcount, rt = sendtype;
+      if (rank != root) sc = recvcount, st = recvtype;
+    }
+  };
+  const Decision d = decision(
+      c,
+      bine::mpi::CallKey(int(c) | int(bad_request) << 8, comm, sendcount, sendtype, recvcount, recvtype, root, sendbuf,
+                         recvbuf),
+      comm, [&](bool* stable) {
+        Reason why = kInvalidArgs;
+        uint64_t bytes = 0;
+        int rank = -1;
+        int p = comm_size(comm, &why);
+        if (p > 0 && (root < 0 || root >= p || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || bad_request))
+          p = -1, why = kInvalidArgs, rank = -1;
+        significant(rank);
+        if (p > 0) p = block_checks(comm, sc, st, rc, rt, &bytes, &why, gather);
+        *stable = stable_handles(st, rt, MPI_OP_NULL);
+        Decision out = decide_uncounted(c, comm, p, bytes, {}, why);
+        out.rank = rank;
+        return out;
+      });
+  const int i = d.i;
+  const MPI_Comm pc = d.pc;
+  significant(d.rank);  // a kept decision's call did not run compute()
   if (nonblocking) {
     if (i < 0)
       return gather ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)

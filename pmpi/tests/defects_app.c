@@ -17,6 +17,13 @@
  *  order   a non-commutative user operator (2x2 matrix product mod 2^32) through MPI_Reduce at
  *          every root, MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Scan and MPI_Exscan, against
  *          the product in rank order computed here (brute force).
+ *  reuse   handles freed and made again (the drop-in keeps each call's decision by its
+ *          arguments' values, docs/pmpi.md "Interception overhead"): a communicator of half
+ *          the ranks freed and one of all ranks in reverse order made (Open MPI usually gives
+ *          it the same handle; rank 0 prints how often), each used by repeated
+ *          MPI_Allreduce / MPI_Bcast / MPI_Gather calls; a commutative user operator on a
+ *          derived type freed and a non-commutative one on a new type of the same size
+ *          made, through MPI_Allreduce in rank order.
  *
  * Every result is checked against a value computed locally from the inputs (each rank's input
  * is a function of its rank); a failure prints "FAIL ..." and the exit status is 1.
@@ -361,6 +368,69 @@ static void check_order(void) {
   free(out);
 }
 
+static void check_reuse(void) {
+  int reused = 0;
+  for (int k = 0; k < 4; ++k) {
+    MPI_Comm half, all;
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
+    long in = g_rank + 1, out = 0, want = 0;
+    for (int r = g_rank % 2; r < g_p; r += 2) want += r + 1;
+    for (int i = 0; i < 3; ++i) {
+      out = 0;
+      MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, half);
+      if (out != want) fail("reuse: MPI_Allreduce on half the ranks", (int)out);
+    }
+    const MPI_Comm old = half;
+    MPI_Comm_free(&half);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, g_p - g_rank, &all); /* rank 0 of `all` is world rank p - 1 */
+    reused += all == old;
+    for (int i = 0; i < 3; ++i) {
+      out = 0;
+      MPI_Allreduce(&in, &out, 1, MPI_LONG, MPI_SUM, all);
+      if (out != (long)g_p * (g_p + 1) / 2) fail("reuse: MPI_Allreduce after a communicator was freed", (int)out);
+      long b = g_rank;
+      MPI_Bcast(&b, 1, MPI_LONG, 0, all);
+      if (b != g_p - 1) fail("reuse: MPI_Bcast after a communicator was freed", (int)b);
+      long* g = malloc(sizeof(long) * (size_t)g_p);
+      MPI_Gather(&in, 1, MPI_LONG, g, 1, MPI_LONG, 0, all);
+      if (g_rank == g_p - 1)
+        for (int r = 0; r < g_p; ++r)
+          if (g[r] != g_p - r) fail("reuse: MPI_Gather after a communicator was freed", r);
+      free(g);
+    }
+    MPI_Comm_free(&all);
+  }
+  if (g_rank == 0) printf("reuse: communicator handle reused %d of 4 times\n", reused);
+  /* A commutative sum on a contiguous type of 4 ints, freed; then the non-commutative product on
+   * a new type of the same size. */
+  enum { E = 3 };
+  uint32_t* in = malloc(sizeof(uint32_t) * 4 * E);
+  uint32_t* out = malloc(sizeof(uint32_t) * 4 * E);
+  for (int e = 0; e < E; ++e) mat_of(g_rank, e, in + 4 * e);
+  for (int k = 0; k < 2; ++k) {
+    MPI_Datatype quad, mat;
+    MPI_Op sum, mul;
+    MPI_Type_contiguous(4, MPI_INT, &quad);
+    MPI_Type_commit(&quad);
+    MPI_Op_create(int_sum, 1, &sum);
+    for (int i = 0; i < 2; ++i) MPI_Allreduce(in, out, E, quad, sum, MPI_COMM_WORLD);
+    MPI_Op_free(&sum);
+    MPI_Type_free(&quad);
+    MPI_Type_contiguous(4, MPI_UINT32_T, &mat);
+    MPI_Type_commit(&mat);
+    MPI_Op_create(mat_mul, 0, &mul);
+    for (int i = 0; i < 2; ++i) {
+      memset(out, 0, sizeof(uint32_t) * 4 * E);
+      MPI_Allreduce(in, out, E, mat, mul, MPI_COMM_WORLD);
+      expect_products(out, E, 0, g_p, 0, "reuse: non-commutative MPI_Allreduce after a commutative operator was freed");
+    }
+    MPI_Op_free(&mul);
+    MPI_Type_free(&mat);
+  }
+  free(in);
+  free(out);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -371,6 +441,7 @@ int main(int argc, char** argv) {
   check_typemaps();
   const int differ = check_bits(may_differ);
   check_order();
+  check_reuse();
   int any = 0;
   MPI_Allreduce(&g_fail, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
   if (g_rank == 0) {

@@ -9,6 +9,8 @@
 # - BINE_PMPI_SAME_BRACKETING=0 with bine_allreduce_lat forced (not proved same-bracketing)
 #   and a table rule "any_bracketing": true for it: ranks end with other bits at p = 8 (the
 #   bits check can fail, and the proofs are what keep it passing);
+#   (every other check must pass there: the forced schedule serves the commutative calls
+#   and not the non-commutative ones, which the reuse check tells apart on reused handles);
 # - bine_allreduce_lat forced with the default: it does not serve float calls; one warning
 #   on stderr, and the report's reasons name the missing proofs.
 # usage: run_defects.sh APP LIBBINE_PMPI
@@ -29,6 +31,10 @@ grep -E '^  (reduce|allreduce):' "$tmp/err8"
 run -np 8 -x LD_PRELOAD="$lib" -x BINE_PMPI_SAME_BRACKETING=0 -x BINE_PMPI_ALLREDUCE=bine_allreduce_lat \
   "$app" --bits-may-differ >"$tmp/sb" 2>&1 || { cat "$tmp/sb"; fail "BINE_PMPI_SAME_BRACKETING=0: exited $?"; }
 grep -q '^bits: differ' "$tmp/sb" || { cat "$tmp/sb"; fail "BINE_PMPI_SAME_BRACKETING=0, bine_allreduce_lat forced: the bits agreed"; }
+# Everything else must still pass there: with a commutative user operator's decision (the
+# forced schedule) kept for the non-commutative one made on the reused handles, the reuse
+# check fails (measured: MPI_ERR_OP at p = 8).
+grep -q '^defects_app p=8: pass' "$tmp/sb" || { cat "$tmp/sb"; fail "BINE_PMPI_SAME_BRACKETING=0, bine_allreduce_lat forced: a check failed"; }
 echo '{"allreduce": [ {"schedule": "bine_allreduce_lat", "any_bracketing": true}, {"schedule": "rt_allreduce"} ]}' >"$tmp/any.json"
 run -np 8 -x LD_PRELOAD="$lib" -x BINE_PMPI_TABLE="$tmp/any.json" "$app" --bits-may-differ >"$tmp/any" 2>&1 ||
   { cat "$tmp/any"; fail "any_bracketing table: exited $?"; }
