@@ -241,8 +241,7 @@ class Emitter {
     const std::string names = signature(sd_.collective).names;
     o << "extern \"C\" " << emitted_prototype(sd_, prefix_) << " {\n";
     o << "  static thread_local bine::mpi::FlatCache bine_flat;\n";
-    o << "  return bine::mpi::run_call(\n      bine_flat, " << c_string(fname) << ",\n"
-      << "      [&](bine::mpi::Context& cx) { return bine_run_" << fname << "(cx, " << names << "); }, " << names
+    o << "  return bine::mpi::run_call(bine_flat, " << c_string(fname) << ", bine_run_" << fname << ", " << names
       << ");\n}\n";
     const Signature sig = signature(sd_.collective);
     persistent(fname, sig.params, sig.names, "bine_run_" + fname, false, /*flat=*/true);

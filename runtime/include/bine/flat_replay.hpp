@@ -259,14 +259,19 @@ class FlatCache {
     }
     e.key = p->key;
     e.plan = std::move(p);
+    last_ = at;
     return true;
   }
   /// Runs the plan of `k`'s shape if there is one that applies (FlatPlan's facts hold for
   /// this call): *rc is then the call's result and the return value true. False: the call
   /// must take the general path (nothing was done).
   bool run(const CallKey& k, const char* name, int* rc) {
-    Entry* e = entry(k);
-    if (!e || !applies(*e->plan, k)) return false;
+    Entry* e = e_ + last_;  // the shape of the thread's previous call, first
+    if (!e->plan || !e->key.same_shape(k)) {
+      if (!(e = entry(k))) return false;
+      last_ = int(e - e_);
+    }
+    if (!applies(*e->plan, k)) return false;
     *rc = execute(*e, k, name);
     return true;
   }
@@ -287,8 +292,18 @@ class FlatCache {
   /// The facts a plan was made under still hold, and this call's buffers do not alias.
   static bool applies(const FlatPlan& p, const CallKey& k);
   static int execute(Entry& e, const CallKey& k, const char* name);
+  /// A failed step: cancels the requests still in flight, describes the error; returns rc.
+#if defined(__GNUC__)
+  __attribute__((noinline, cold))
+#endif
+  static int failed(MpiTransport& t, MPI_Request* rq, uint32_t posted, const char* name, int rc) {
+    for (uint32_t i = 0; i < posted; ++i) t.cancel(rq + i);  // what the failed round left in flight
+    describe_mpi_error(name, rc);
+    return rc;
+  }
   Entry e_[kEntries];
   int used_ = 0;
+  int last_ = 0;  ///< the entry run or kept last
   uint64_t next_ = 0;
 };
 
@@ -484,9 +499,8 @@ inline int FlatCache::execute(Entry& e, const CallKey& k, const char* name) {
     error_text()[0] = '\0';
     return rc;
   }
-  for (uint32_t i = 0; i < posted; ++i) t.cancel(rq + i);  // what the failed round left in flight
-  describe_mpi_error(name, rc);
-  return rc;
+  return failed(t, rq, posted, name, rc);
 }
+
 
 }  // namespace bine::mpi

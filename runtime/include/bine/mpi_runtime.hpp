@@ -393,8 +393,8 @@ enum class InputMode : uint8_t {
 };
 /// The deferred copy-in of a plan (issue 48, "no copy the algorithm does not need"): a call
 /// whose working buffer starts as a copy of the user's input (allreduce, reduce, scan,
-/// exscan: sendbuf into recvbuf or internal memory; alltoall, reduce_scatter: sendbuf into
-/// internal memory) does not copy it up front. Each element range is copied from the input
+/// exscan: sendbuf into recvbuf or internal memory; alltoall, reduce_scatter, scatter's
+/// root: sendbuf into internal memory) does not copy it up front. Each element range is copied from the input
 /// only before the first round that needs it in the working buffer (a local statement, a
 /// permutation, a reduction that cannot land directly, a send of ranges partly copied) or at
 /// the end if nothing overwrote it; until then sends read it from the input, and a reducing
@@ -817,7 +817,10 @@ class BasicContext {
         return rc;
     }
     if ((rc = working_blocks(nullptr)) != MPI_SUCCESS) return rc;
-    if (at_root && (rc = vector_in(sendbuf, sendcount * uint64_t(size_), sendtype, bs)) != MPI_SUCCESS) return rc;
+    if (at_root && bs.contiguous)
+      defer_input(sendbuf);  // the root's sends read sendbuf; only its own block is copied (DeferredInput)
+    else if (at_root && (rc = vector_in(sendbuf, sendcount * uint64_t(size_), sendtype, bs)) != MPI_SUCCESS)
+      return rc;
     if (out) {
       if (rs.contiguous)
         out_ = recvbuf;
@@ -2015,7 +2018,18 @@ class BasicContext {
     }
     modes_ = nullptr;
     if (rc == MPI_SUCCESS)
-      for (; c < in.copies.size(); ++c) input_range(in.copies[c].second);
+      for (; c < in.copies.size(); ++c) {
+        const ElemRange& r = in.copies[c].second;
+        // This rank's whole block still only in the input (scatter's root): straight to
+        // recvbuf, which copy_out() then leaves alone.
+        if (out_ && voff_.empty() && block_elems_ > 0 && r.first == uint64_t(rank_) * block_elems_ &&
+            r.second == block_elems_) {
+          lcopy(out_, lazy_src_ + r.first * elem_bytes_, r.second * elem_bytes_);
+          out_ = nullptr;
+        } else {
+          input_range(r);
+        }
+      }
     lazy_src_ = nullptr;
     return rc;
   }
@@ -2107,12 +2121,12 @@ class BasicContext {
     }
     // What is still only in the input at the end is copied where the call's result reads it:
     // nowhere for a reduce's non-root ranks and exscan's rank 0 (internal memory, dropped),
-    // this rank's block for reduce_scatter, the whole buffer otherwise.
+    // this rank's block for reduce_scatter and scatter (the root's), the whole buffer otherwise.
     const bool dropped = (kind_ == Collective::reduce && rank_ != root_) || (kind_ == Collective::exscan && rank_ == 0);
     const uint32_t end = uint32_t(pl.rounds.size());
     if (dropped) {
       pending.clear();
-    } else if (kind_ == Collective::reduce_scatter && block_elems_ > 0) {
+    } else if ((kind_ == Collective::reduce_scatter || kind_ == Collective::scatter) && block_elems_ > 0) {
       const ElemRange mine{uint64_t(rank_) * block_elems_, block_elems_};
       for (const ElemRange& q : std::vector<ElemRange>(pending)) {
         const uint64_t lo = std::max(q.first, mine.first), hi = std::min(q.first + q.second, mine.first + mine.second);
@@ -2658,18 +2672,30 @@ class BasicContext {
 using Context = BasicContext<BINE_MPI_TRANSPORT>;
 
 /// The plain entry of a generated collective (`name`; `args`: its arguments, in order;
-/// `run(cx)`: begin_* and the schedule body on a context): a call whose shape (CallKey) has
-/// a flat plan in `cache` that applies runs that plan (bine/flat_replay.hpp); any other
-/// runs on a Context, recording what it does so that its next call of the shape may.
-/// Returns the call's MPI result code (error_text() says why on failure).
+/// `run(cx, args...)`: begin_* and the schedule body on a context): a call whose shape
+/// (CallKey) has a flat plan in `cache` that applies runs that plan (bine/flat_replay.hpp);
+/// any other runs on a Context, recording what it does so that its next call of the shape
+/// may. Returns the call's MPI result code (error_text() says why on failure). Inlined into
+/// the entry, with the general path out of line (run_general()): the flat path keeps the
+/// arguments in registers.
 template <class Run, class... Args>
-int run_call(FlatCache& cache, const char* name, Run&& run, const Args&... args) {
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+int run_general(FlatCache& cache, const CallKey& key, const char* name, Run run, Args... args) {
+  Context cx(name);
+  if (key.fits) cx.record_flat(&cache, &key);
+  return cx.result(run(cx, args...));
+}
+template <class Run, class... Args>
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline int run_call(FlatCache& cache, const char* name, Run run, Args... args) {
   const CallKey key(args...);
   int rc;
   if (cache.run(key, name, &rc)) return rc;
-  Context cx(name);
-  if (key.fits) cx.record_flat(&cache, &key);
-  return cx.result(run(cx));
+  return run_general(cache, key, name, run, args...);
 }
 
 // ---------------------------------------------------------------------------------------
