@@ -35,6 +35,7 @@ CODES = {
     "allreduce": {
         "recursive_doubling_allreduce": "RD",
         "rabenseifner_allreduce": "Ra",
+        "rabenseifner_allreduce_halving": "Rh",
         "ring_allreduce": "Ri",
         "bine_allreduce_lat": "BL",
         "bine_allreduce_bdw": "BB",

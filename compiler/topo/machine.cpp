@@ -81,12 +81,15 @@ std::vector<std::pair<int64_t, std::string>> content_lines(const std::string& te
   return out;
 }
 
-/// The value of trailing decimal digits of `s` ("lrdn0042" -> 42), or -1.
-int64_t trailing_number(const std::string& s) {
-  size_t b = s.size();
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(s[b - 1]))) --b;
-  if (b == s.size() || s.size() - b > 15) return -1;
-  return std::stoll(s.substr(b));
+/// The number `s` names when it is `prefix` followed by 1-15 decimal digits only
+/// ("lrdn0042" with prefix "lrdn" -> 42), else -1 ("viz07", "nid000002", "lrdn42a").
+int64_t prefixed_number(const std::string& s, const std::string& prefix) {
+  if (prefix.empty() || s.size() <= prefix.size() || s.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string digits = s.substr(prefix.size());
+  if (digits.size() > 15) return -1;
+  for (char c : digits)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return -1;
+  return std::stoll(digits);
 }
 
 /// Renumbers ids densely in order of first appearance and counts them.
@@ -231,7 +234,7 @@ std::string RankMap::describe() const {
 
 bool rank_map_from_allocation(const std::string& hosts_name, const std::string& hosts, const std::string& map_name,
                               const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err,
-                              const std::array<int64_t, 3>& torus) {
+                              const std::array<int64_t, 3>& torus, const std::string& prefix) {
   std::vector<MapNode> nodes;
   if (!parse_map(map_name, map, nodes, err)) return false;
   std::unordered_map<std::string, size_t> by_name;
@@ -256,15 +259,23 @@ bool rank_map_from_allocation(const std::string& hosts_name, const std::string& 
       err = at + "expected one host name per line, got '" + host + "'";
       return false;
     }
-    auto it = by_name.find(host);
+    const std::string name = host.substr(0, host.find('.'));  // without its domain suffix
+    if (name.empty()) {
+      err = at + "expected a host name, got '" + host + "'";
+      return false;
+    }
+    auto it = by_name.find(name);
     size_t idx = 0;
     if (it != by_name.end()) {
       idx = it->second;
     } else {
-      const int64_t num = trailing_number(host);
+      const int64_t num = prefixed_number(name, prefix);
       const auto jt = num < 0 ? by_number.end() : by_number.find(num);
       if (jt == by_number.end()) {
-        err = at + "unknown host '" + host + "': " + map_name + " has no such node";
+        err = at + "unknown host '" + host + "': " + map_name + " has no node '" + name + "'" +
+              (num < 0 && !by_number.empty()
+                   ? " (its numeric NODE ids match only hosts named " + prefix + "<digits>; prefix=P names another form)"
+                   : "");
         return false;
       }
       idx = jt->second;
@@ -310,7 +321,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
   const SpecParts s = split_spec(spec);
   const std::string bad = "machine spec '" + spec + "': ";
   const char* kinds = "expected ppn=K, dragonfly:G,R,N[,ppn=K], fattree:K[,ppn=K], torus:X,Y,Z[,ppn=K], "
-                      "hosts:FILE,map=FILE[,ppn=K] or leonardo:FILE[,map=FILE][,ppn=K] (docs/topology.md)";
+                      "hosts:FILE,map=FILE[,ppn=K][,prefix=P] or leonardo:FILE[,map=FILE][,ppn=K][,prefix=P] (docs/topology.md)";
   if (s.kind.empty()) {
     if (s.positional.empty() && s.keyed.size() == 1 && s.keyed[0].first == "ppn") {
       const int64_t ppn = parse_positive(s.keyed[0].second);
@@ -344,6 +355,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
   const std::string hosts_file = s.positional[0];
   std::string map_file;
   int64_t ppn = 1;
+  std::string prefix = "lrdn";  // Leonardo's host names: lrdnNNNN is NODE NNNN
   std::array<int64_t, 3> torus{{0, 0, 0}};
   for (const auto& [k, v] : s.keyed) {
     if (k == "map") {
@@ -359,6 +371,12 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
         }
         at = end + 1;
       }
+    } else if (k == "prefix") {  // the host-name prefix of the map's numeric NODE ids
+      if (v.empty() || v.find_first_of("0123456789. \t") != std::string::npos) {
+        err = bad + "prefix expects a host-name prefix without digits or dots, got '" + v + "'";
+        return false;
+      }
+      prefix = v;
     } else if (k == "ppn") {
       ppn = parse_positive(v);
       if (ppn < 0) {
@@ -366,7 +384,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
         return false;
       }
     } else {
-      err = bad + "unknown option '" + k + "' (" + s.kind + " takes map=FILE, ppn=K and torus=XxYxZ)";
+      err = bad + "unknown option '" + k + "' (" + s.kind + " takes map=FILE, ppn=K, torus=XxYxZ and prefix=P)";
       return false;
     }
   }
@@ -389,7 +407,7 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
              "DIR/JOB.txt, as in shared/data/leonardo; give it with " + s.kind + ":" + hosts_file + ",map=FILE)";
     return false;
   }
-  if (!rank_map_from_allocation(hosts_file, hosts, map_file, map, ppn, p, out, err, torus)) return false;
+  if (!rank_map_from_allocation(hosts_file, hosts, map_file, map, ppn, p, out, err, torus, prefix)) return false;
   out.spec = spec;
   out.kind = s.kind;
   return true;

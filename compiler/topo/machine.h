@@ -72,9 +72,12 @@ bool build_rank_map(const std::string& spec, int64_t p, RankMap& out, std::strin
 /// The same from texts instead of files (tests): `hosts` in rank order, one per line, and
 /// the node map; `hosts_name`/`map_name` name them in errors. `torus` (ring sizes, or
 /// zeros): place the nodes on a torus by their map lines' X, Y, Z keys (each node of the
-/// allocation needs them, inside the rings).
+/// allocation needs them, inside the rings). A host matches a node by name, after its
+/// domain suffix is dropped (from the first '.': `lrdn0155.leonardo.local` is `lrdn0155`);
+/// else, when it is `prefix` followed by digits only (`lrdn0042`), the node whose NODE is
+/// those digits' number (`0042`); anything else is an unknown host (docs/topology.md).
 bool rank_map_from_allocation(const std::string& hosts_name, const std::string& hosts, const std::string& map_name,
                               const std::string& map, int64_t ppn, int64_t p, RankMap& out, std::string& err,
-                              const std::array<int64_t, 3>& torus = {{0, 0, 0}});
+                              const std::array<int64_t, 3>& torus = {{0, 0, 0}}, const std::string& prefix = "lrdn");
 
 }  // namespace bine

@@ -175,21 +175,33 @@ TEST_CASE("Rabenseifner allreduce: [T] line 582, 2 lg p alpha + 2 (p-1)/p n beta
 
 TEST_CASE("Rabenseifner allreduce: per-rank totals for n not divisible by p, counted from recursive halving windows") {
   const CostParams c = flat(kMachines[0]);
+  for (const bool doubling : {true, false})  // rabenseifner_allreduce (MPICH's order), _halving
   for (int64_t p = 2; p <= 64; p *= 2)
     for (uint64_t n : {uint64_t(1000), uint64_t(1001), uint64_t(p) * 7 + 3}) {
+      CAPTURE(doubling);
       CAPTURE(p);
       CAPTURE(n);
       const uint64_t es = 4;
-      const CostResult r = run(inst("rabenseifner_allreduce", p), n, es, c);
+      const CostResult r = run(inst(doubling ? "rabenseifner_allreduce" : "rabenseifner_allreduce_halving", p), n, es, c);
       check_consistent(r, c);
       const int64_t k = oracle_floor_log2(p);
       for (int64_t x = 0; x < p; ++x) {
-        // Before step s rank x holds the window of blocks sharing its top s bits; it sends
-        // the half without x and keeps (receives, reduces) the half with x. The allgather
-        // mirrors it: it sends what it kept and receives what it sent.
+        // Before step s rank x holds a window of p >> s blocks; it sends the half it does not
+        // keep and keeps (receives, reduces) the other. Distance halving (partner x ^ p/2^(s+1)):
+        // the window of blocks sharing x's top s bits, the half holding block x kept.
+        // Distance doubling (partner x ^ 2^s, MPICH): window number x's low s bits read
+        // backwards (bit 0 the most significant), the lower half kept when bit s of x is 0.
+        // The allgather mirrors it: it sends what it kept and receives what it sent.
         uint64_t window_total = 0, kept_total = 0;
         for (int64_t s = 0; s < k; ++s) {
-          const int64_t w = int64_t(1) << (k - s), lo = x / w * w, h = w / 2, klo = x / h * h;
+          const int64_t w = int64_t(1) << (k - s), h = w / 2;
+          int64_t lo = x / w * w, klo = x / h * h;
+          if (doubling) {
+            int64_t idx = 0;
+            for (int64_t b = 0; b < s; ++b) idx = idx * 2 + ((x >> b) & 1);
+            lo = idx * w;
+            klo = lo + ((x >> s) & 1) * h;
+          }
           for (int64_t i = lo; i < lo + w; ++i) window_total += oracle_block(n, p, i);
           for (int64_t i = klo; i < klo + h; ++i) kept_total += oracle_block(n, p, i);
         }

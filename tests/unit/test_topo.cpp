@@ -103,6 +103,7 @@ TEST_CASE("bad machine specs are errors that name the problem") {
   CHECK(map_error("torus:2,2,2,foo=1", 8).find("unknown option 'foo'") != std::string::npos);
   CHECK(map_error("hosts:/nonexistent/hosts.txt,map=/nonexistent/map.txt", 4).find("cannot read") != std::string::npos);
   CHECK(map_error("hosts:x.txt", 4).find("needs the node map") != std::string::npos);
+  CHECK(map_error("leonardo:x.txt,prefix=lrdn0", 4).find("prefix expects a host-name prefix without digits or dots") != std::string::npos);
   CHECK(map_error("", 4).find("expected ppn=K") != std::string::npos);
 }
 
@@ -128,7 +129,23 @@ TEST_CASE("allocations: host list in rank order plus a node map") {
     INFO(e);
     CHECK(e.find(want) != std::string::npos);
   };
-  fails("lrdn0001\nlrdn0999\n", map, 2, "hosts.txt:2: unknown host 'lrdn0999': map.txt has no such node");
+  fails("lrdn0001\nlrdn0999\n", map, 2, "hosts.txt:2: unknown host 'lrdn0999': map.txt has no node 'lrdn0999'");
+  // Issue 49: only Leonardo's naming (lrdn + digits) matches numeric NODE ids; other names
+  // with trailing digits were silently placed on nodes 0007, 0002, 0003 before.
+  for (const char* other : {"viz07", "nid000002", "foo3", "lrdn0001x"})
+    fails(std::string("lrdn0002\n") + other + "\n", map, 2,
+          "hosts.txt:2: unknown host '" + std::string(other) + "': map.txt has no node '" + other +
+              "' (its numeric NODE ids match only hosts named lrdn<digits>; prefix=P names another form)");
+  fails(".leonardo.local\n", map, 1, "hosts.txt:1: expected a host name, got '.leonardo.local'");
+  {  // the form of the authors' own allocation files: a domain suffix, dropped
+    RankMap d;
+    REQUIRE(rank_map_from_allocation("hosts.txt", "lrdn0155.leonardo.local\nlrdn0100\n", "map.txt",
+                                     map + "NODE 0155 RACK 9 CELL 1 SWITCH 10100\n", 1, 2, d, err));
+    CHECK(d.link_class(0, 1) == LinkClass::global);  // NODE 0155 in cell 1, 0100 in cell 7
+    RankMap n;  // another naming, given as the prefix
+    REQUIRE(rank_map_from_allocation("hosts.txt", "nid0001\nnid0100\n", "map.txt", map, 1, 2, n, err, {{0, 0, 0}}, "nid"));
+    CHECK(n.link_class(0, 1) == LinkClass::global);
+  }
   fails("lrdn0001\nlrdn0002\nlrdn0001\n", map, 3, "hosts.txt:3: host 'lrdn0001' is listed twice (first on line 1)");
   fails("lrdn0001\nlrdn0002\n", map, 3, "hosts.txt: p=3 does not match the allocation: 2 hosts x ppn 1 = 2 ranks");
   fails("", map, 1, "hosts.txt: the host list is empty");
@@ -240,7 +257,7 @@ TEST_CASE("[BT] Eq. 2: Bine never cuts global traffic by more than 33% on dragon
   // to have equal bytes per round; every dragonfly with G <= 8 groups, R <= 4 routers,
   // N <= 4 nodes per router, 1 or 2 ranks per node, every p = 2^k with 4 <= p <= its size.
   // (Pairs that order the rounds differently, e.g. bine_allreduce_bdw, distance doubling,
-  // vs rabenseifner_allreduce, distance halving, are outside the bound: up to 92% here.)
+  // vs rabenseifner_allreduce_halving, distance halving, are outside the bound: up to 92% here.)
   const std::pair<const char*, const char*> pairs[] = {{"bine_allreduce_lat", "recursive_doubling_allreduce"},
                                                        {"bine_bcast_lat", "binomial_bcast_halving"},
                                                        {"bine_reduce_lat", "binomial_reduce"},
