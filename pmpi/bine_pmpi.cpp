@@ -16,7 +16,8 @@
 // counters are relaxed atomics; the private communicators are cached as attributes of the
 // application's communicators, which MPI itself keeps thread-safe, and are created with no
 // lock of ours held (PMPI_Comm_dup blocks on the other ranks of that communicator only);
-// the decisions are kept per thread (DecisionCache); the runtime keeps its buffer pools, plan caches and workspaces per thread.
+// the decisions are kept per thread (DecisionCache); the runtime keeps its buffer pools,
+// plan caches and workspaces per thread.
 #include <mpi.h>
 
 #include <algorithm>

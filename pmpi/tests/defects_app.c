@@ -1,5 +1,5 @@
-/* An unmodified MPI program (plain MPI, knows nothing of bine) that checks four behaviours
- * MPI guarantees and a drop-in must keep (issue 45, docs/pmpi.md "What MPI guarantees"):
+/* An unmodified MPI program (plain MPI, knows nothing of bine) that checks six behaviours
+ * MPI guarantees and a drop-in must keep (issues 45 and 48, docs/pmpi.md "What MPI guarantees"):
  *
  *  freed   an operation in flight completes normally after MPI_Op_free / MPI_Type_free of
  *          its operator and datatypes (MPI 4.0 Sec. 6.9.5, 5.1.9): MPI_Iallreduce,
