@@ -30,6 +30,18 @@
 
 #include "bine/mpi_transport.hpp"
 
+/// Inlining hints of the flat path (GCC, Clang; nothing elsewhere): the flat path is
+/// inlined into each generated entry, the general path and error handling are not.
+#if defined(__GNUC__)
+#define BINE_ALWAYS_INLINE __attribute__((always_inline))
+#define BINE_NOINLINE __attribute__((noinline))
+#define BINE_COLD __attribute__((noinline, cold))
+#else
+#define BINE_ALWAYS_INLINE
+#define BINE_NOINLINE
+#define BINE_COLD
+#endif
+
 namespace bine::mpi {
 
 #ifdef BINE_MAX_CHUNK
@@ -293,10 +305,7 @@ class FlatCache {
   static bool applies(const FlatPlan& p, const CallKey& k);
   static int execute(Entry& e, const CallKey& k, const char* name);
   /// A failed step: cancels the requests still in flight, describes the error; returns rc.
-#if defined(__GNUC__)
-  __attribute__((noinline, cold))
-#endif
-  static int failed(MpiTransport& t, MPI_Request* rq, uint32_t posted, const char* name, int rc) {
+  BINE_COLD static int failed(MpiTransport& t, MPI_Request* rq, uint32_t posted, const char* name, int rc) {
     for (uint32_t i = 0; i < posted; ++i) t.cancel(rq + i);  // what the failed round left in flight
     describe_mpi_error(name, rc);
     return rc;

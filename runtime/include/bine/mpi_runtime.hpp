@@ -410,6 +410,9 @@ struct DeferredInput {
   /// statements, the whole input still pending): its first permutation is the copy-in
   /// itself, block j of the input straight to block map[j] (UINT32_MAX: none).
   uint32_t permuted_copy = UINT32_MAX;
+  /// This rank's whole block is still only in the input at the end (scatter's root): it is
+  /// copied from the input straight to recvbuf, not through the working buffer.
+  bool block_out = false;
 };
 struct Plan {
   std::vector<RoundPlan> rounds;
@@ -2018,18 +2021,11 @@ class BasicContext {
     }
     modes_ = nullptr;
     if (rc == MPI_SUCCESS)
-      for (; c < in.copies.size(); ++c) {
-        const ElemRange& r = in.copies[c].second;
-        // This rank's whole block still only in the input (scatter's root): straight to
-        // recvbuf, which copy_out() then leaves alone.
-        if (out_ && voff_.empty() && block_elems_ > 0 && r.first == uint64_t(rank_) * block_elems_ &&
-            r.second == block_elems_) {
-          lcopy(out_, lazy_src_ + r.first * elem_bytes_, r.second * elem_bytes_);
-          out_ = nullptr;
-        } else {
-          input_range(r);
-        }
-      }
+      for (; c < in.copies.size(); ++c) input_range(in.copies[c].second);
+    if (rc == MPI_SUCCESS && in.block_out && out_) {  // straight to recvbuf, which copy_out() then leaves alone
+      lcopy(out_, lazy_src_ + uint64_t(rank_) * block_elems_ * elem_bytes_, block_elems_ * elem_bytes_);
+      out_ = nullptr;
+    }
     lazy_src_ = nullptr;
     return rc;
   }
@@ -2128,9 +2124,10 @@ class BasicContext {
       pending.clear();
     } else if ((kind_ == Collective::reduce_scatter || kind_ == Collective::scatter) && block_elems_ > 0) {
       const ElemRange mine{uint64_t(rank_) * block_elems_, block_elems_};
+      in.block_out = kind_ == Collective::scatter && inside(mine);
       for (const ElemRange& q : std::vector<ElemRange>(pending)) {
         const uint64_t lo = std::max(q.first, mine.first), hi = std::min(q.first + q.second, mine.first + mine.second);
-        if (lo < hi) in.copies.push_back({end, {lo, hi - lo}});
+        if (lo < hi && !in.block_out) in.copies.push_back({end, {lo, hi - lo}});
       }
       pending.clear();
     }
@@ -2679,19 +2676,13 @@ using Context = BasicContext<BINE_MPI_TRANSPORT>;
 /// the entry, with the general path out of line (run_general()): the flat path keeps the
 /// arguments in registers.
 template <class Run, class... Args>
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-int run_general(FlatCache& cache, const CallKey& key, const char* name, Run run, Args... args) {
+BINE_NOINLINE int run_general(FlatCache& cache, const CallKey& key, const char* name, Run run, Args... args) {
   Context cx(name);
   if (key.fits) cx.record_flat(&cache, &key);
   return cx.result(run(cx, args...));
 }
 template <class Run, class... Args>
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-inline int run_call(FlatCache& cache, const char* name, Run run, Args... args) {
+BINE_ALWAYS_INLINE inline int run_call(FlatCache& cache, const char* name, Run run, Args... args) {
   const CallKey key(args...);
   int rc;
   if (cache.run(key, name, &rc)) return rc;
