@@ -411,7 +411,8 @@ struct DeferredInput {
   /// itself, block j of the input straight to block map[j] (UINT32_MAX: none).
   uint32_t permuted_copy = UINT32_MAX;
   /// This rank's whole block is still only in the input at the end (scatter's root): it is
-  /// copied from the input straight to recvbuf, not through the working buffer.
+  /// copied from the input straight to a contiguous recvbuf, not through the working buffer
+  /// (into the working buffer when recvbuf is unpacked or not significant).
   bool block_out = false;
 };
 struct Plan {
@@ -2022,9 +2023,14 @@ class BasicContext {
     modes_ = nullptr;
     if (rc == MPI_SUCCESS)
       for (; c < in.copies.size(); ++c) input_range(in.copies[c].second);
-    if (rc == MPI_SUCCESS && in.block_out && out_) {  // straight to recvbuf, which copy_out() then leaves alone
-      lcopy(out_, lazy_src_ + uint64_t(rank_) * block_elems_ * elem_bytes_, block_elems_ * elem_bytes_);
-      out_ = nullptr;
+    if (rc == MPI_SUCCESS && in.block_out) {
+      const ElemRange mine{uint64_t(rank_) * block_elems_, block_elems_};
+      if (out_) {  // straight to recvbuf, which copy_out() then leaves alone
+        lcopy(out_, lazy_src_ + mine.first * elem_bytes_, mine.second * elem_bytes_);
+        out_ = nullptr;
+      } else {
+        input_range(mine);  // unpacked from the working buffer (set_unpack()), or in place: unused
+      }
     }
     lazy_src_ = nullptr;
     return rc;
