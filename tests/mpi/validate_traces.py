@@ -16,6 +16,11 @@ ranges still only in the input from the user's input, recorded at the same eleme
 (the harness passes the input to the shim: bine::mpi::input_buffer_hook()), and may land a
 receive the model puts in scratch (-1) in place instead: such a receive is accepted at its
 blocks' offset, nothing else is relaxed.
+A replay whose plan renames blocks instead of permuting them (runtime rename_blocks(),
+docs/architecture.md "Block renaming") is modelled too: after each `permute` block j of the
+schedule is the physical block loc[j], so an op's block ranges become the physical ranges
+of its blocks in message order (adjacent ones joined); a rank's trace is accepted when it
+equals either model (the runtime chooses per plan), round by round.
 """
 import json
 import os
@@ -67,7 +72,27 @@ def pieces(total, piece):
     return [(f, min(piece, total - f)) for f in range(0, total, piece)]
 
 
-def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
+def physical_ranges(n, B, blocks, loc):
+    """(lo, hi, offset, count) of an op's block ranges under block renaming: each vector
+    block j at physical block loc[j] (scratch blocks stay), in message order, physically
+    adjacent pieces joined; lo/hi are the logical blocks covered (for the overlap rules)."""
+    out = []
+    for lo, hi in blocks:
+        for b in range(lo, hi):
+            phys = loc[b] if b < B else b
+            off = buffer_block_begin(n, B, phys)
+            cnt = buffer_block_begin(n, B, phys + 1) - off
+            if not cnt:
+                continue
+            if out and out[-1][2] + out[-1][3] == off:
+                plo, _, poff, pcnt = out[-1]
+                out[-1] = (plo, b + 1, poff, pcnt + cnt)
+            else:
+                out.append((b, b + 1, off, cnt))
+    return out
+
+
+def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None, renamed=False):
     """What the runtime posts for one rank: one message per op (split only above INT_MAX);
     a send of several ranges is packed (offset -1); a receive lands in scratch (offset -1)
     when it reduces, has several ranges, or overlaps a block the round sends, and reductions
@@ -77,6 +102,7 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
     out = []
     alt_rounds = []  # per round of out: the receives that may land in place (alts)
     segs = sched.get("round_segments") or [0] * len(sched["ranks"][rank])
+    loc = list(range(B))  # renamed: logical block j is in physical block loc[j]
     for t, rnd in enumerate(sched["ranks"][rank]):
         seg = segs[t] if segment_override is None else segment_override
         piece = max(1, seg // elem_bytes) if seg > 0 else 1 << 62
@@ -97,11 +123,14 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
             if op["op"] == "local_reduce":
                 continue  # after the round's receives, below
             ranges = []
-            for lo, hi in op["blocks"]:
-                off = buffer_block_begin(n, B, lo)
-                cnt = buffer_block_begin(n, B, hi) - off
-                if cnt:
-                    ranges.append((lo, hi, off, cnt))
+            if renamed:
+                ranges = physical_ranges(n, B, op["blocks"], loc)
+            else:
+                for lo, hi in op["blocks"]:
+                    off = buffer_block_begin(n, B, lo)
+                    cnt = buffer_block_begin(n, B, hi) - off
+                    if cnt:
+                        ranges.append((lo, hi, off, cnt))
             if not ranges:
                 if sched["collective"] == "barrier":  # a barrier's messages are empty, never dropped
                     calls.append(("send" if op["op"] == "send" else "recv", op["peer"], -1, 0))
@@ -111,7 +140,7 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
             if op["op"] == "send":
                 calls.extend(("send", op["peer"], ranges[0][2] + f if single else -1, c) for f, c in pieces(total, piece))
                 continue
-            overlaps = any(b in sent for lo, hi, _, _ in ranges for b in range(lo, hi))
+            overlaps = any(b in sent for lo, hi in op["blocks"] for b in range(lo, hi))
             reduce = op["op"] == "recv_reduce"
             direct = single and not reduce and not overlaps
             calls.extend(("recv", op["peer"], ranges[0][2] + f if direct else -1, c) for f, c in pieces(total, piece))
@@ -149,6 +178,12 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None):
             else:
                 out.append(Counter(local))
                 alt_rounds.append(set())
+        for op in rnd:  # a permutation ends its round: block j's data moves to block to[j]
+            if op["op"] == "permute":
+                nxt = list(loc)
+                for j, d in enumerate(op["to"]):
+                    nxt[d] = loc[j]
+                loc = nxt
     return out, alt_rounds
 
 
@@ -184,7 +219,7 @@ def main():
         args = args[2:]
     bine_cc, trace_dir, p, libs = args[0], args[1], int(args[2]), args[3:]
     cache = {}
-    failures = checked = 0
+    failures = checked = renamed_traces = 0
     for rank in range(p):
         with open(f"{trace_dir}/trace.{rank}.json") as f:
             records = json.load(f)
@@ -204,15 +239,24 @@ def main():
                     print(f"FAIL {name} p={p} root={rec['root']} n={rec['count']} rank={rank}: "
                           f"communicated although the schedule does not apply at p={p}")
                 continue
-            want, alts = expected_rounds(sched, rank, rec["elems"], rec.get("elem_bytes", 4), segment_override)
-            got = [Counter(tuple(c) for c in rnd) for rnd in rec["rounds"]]
-            for i, g in enumerate(got):  # receives that landed in place where the model allows it
-                for c in list(g):
-                    if i < len(alts) and c in alts[i] and g[c] > want[i][c]:
-                        n_in_place = g[c] - want[i][c]
-                        g[c] -= n_in_place
-                        g[(c[0], c[1], -1, c[3])] += n_in_place
-                got[i] = +g
+            def compare(renamed):
+                want, alts = expected_rounds(sched, rank, rec["elems"], rec.get("elem_bytes", 4), segment_override,
+                                             renamed)
+                got = [Counter(tuple(c) for c in rnd) for rnd in rec["rounds"]]
+                for i, g in enumerate(got):  # receives that landed in place where the model allows it
+                    for c in list(g):
+                        if i < len(alts) and c in alts[i] and g[c] > want[i][c]:
+                            n_in_place = g[c] - want[i][c]
+                            g[c] -= n_in_place
+                            g[(c[0], c[1], -1, c[3])] += n_in_place
+                    got[i] = +g
+                return want, got
+            want, got = compare(False)
+            if want != got and any(op["op"] == "permute" for rnd in sched["ranks"][rank] for op in rnd):
+                rwant, rgot = compare(True)
+                if rwant == rgot:
+                    want, got = rwant, rgot
+                    renamed_traces += 1
             checked += 1
             if want != got:
                 failures += 1
@@ -223,7 +267,8 @@ def main():
                     if w != g:
                         print(f"  round {i}: schedule {w}\n           emitted  {g}")
                         break
-    print(f"p={p}: {checked} (schedule, root, count, rank) traces compared, {failures} mismatches")
+    print(f"p={p}: {checked} (schedule, root, count, rank) traces compared ({renamed_traces} with renamed blocks), "
+          f"{failures} mismatches")
     return 1 if failures else 0
 
 

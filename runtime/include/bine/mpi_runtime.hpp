@@ -1164,6 +1164,7 @@ class BasicContext {
       plan_rec_->scratch = scratch_buffers_;
       plan_rec_->blocks = geometry_blocks();
       plan_deferred_input(*plan_rec_);
+      choose_renaming(*plan_rec_);
       plans_->insert(key_, std::move(plan_rec_));
     }
     return rc;
@@ -2034,6 +2035,177 @@ class BasicContext {
     }
     lazy_src_ = nullptr;
     return rc;
+  }
+  /// Keeps `pl` (its DeferredInput computed) as recorded or with its blocks renamed
+  /// (rename_blocks()), whichever copies fewer elements locally in a replay
+  /// (plan_copy_elements()): renaming saves the permutations but can split contiguous
+  /// messages into packed ones, and drops the fusion of an opening permutation with the
+  /// copy-in. Ties keep the plan as recorded. Only where the receiver places its messages
+  /// (Transport::kReceiverPlaces: not under uTofu's direct puts).
+  void choose_renaming(Plan& pl) const {
+    if constexpr (!Transport::kReceiverPlaces) return;  // puts land at the schedule's offsets
+    if (!voff_.empty() || direct_v_ || count_ == 0 || pl.blocks <= 1) return;
+    bool any = false;
+    for (const RoundPlan& rp : pl.rounds) any |= !rp.perms.empty();
+    if (!any) return;
+    Plan alt;
+    alt.rounds = pl.rounds;
+    alt.scratch = pl.scratch;
+    alt.blocks = pl.blocks;
+    if (!rename_blocks(alt)) return;
+    plan_deferred_input(alt);
+    if (plan_copy_elements(alt) < plan_copy_elements(pl)) pl = std::move(alt);
+  }
+  /// Elements a replay of `pl` copies locally (what bench_copy_passes counts), from the plan
+  /// alone: the deferred copy-in's copies (the whole copy-in where it is not deferred),
+  /// packed sends, buffered receives that are not reduced, local copies, and permutations
+  /// (each moved block, plus one block per cycle), less what is fused: an opening
+  /// permutation that is the copy-in, an alltoall's closing one that is the copy-out.
+  uint64_t plan_copy_elements(const Plan& pl) const {
+    const DeferredInput& in = pl.input;
+    const uint64_t B = uint64_t(pl.blocks);
+    uint64_t e = 0;
+    if (in.usable) {
+      for (const auto& c : in.copies) e += c.second.second;
+    } else {
+      e += count_;
+    }
+    for (size_t k = 0; k < pl.rounds.size(); ++k) {
+      const RoundPlan& rp = pl.rounds[k];
+      const bool moded = in.usable && k < in.first.size();
+      for (size_t i = 0; i < rp.xfers.size(); ++i) {
+        const XferPlan& x = rp.xfers[i];
+        const InputMode mode = moded ? in.mode[in.first[k] + i] : InputMode::normal;
+        if (!x.buffered || mode == InputMode::reduce_direct || mode == InputMode::recv_direct) continue;
+        if (!x.recv || !x.reduce) e += x.total;
+      }
+      for (const LocalPlan& l : rp.locals)
+        if (!l.reduce)
+          for (uint32_t i = 0; i < l.nto; ++i) e += rp.ranges[l.to + i].second;
+      size_t first = 0, last = rp.perms.size();
+      if (in.usable && k == in.permuted_copy) first = 1, e += count_;
+      if (kind_ == Collective::alltoall && k + 1 == pl.rounds.size() && rp.xfers.empty() && rp.locals.empty() && last > first)
+        --last;  // fused with the copy-out
+      for (size_t i = first; i < last; ++i) {
+        const std::vector<int64_t>& c = rp.perms[i];
+        for (size_t j = 0; j < c.size(); j += size_t(c[j]) + 1) {
+          const uint64_t b = uint64_t(c[j + 1]);
+          e += (block_begin(count_, B, b + 1) - block_begin(count_, B, b)) * uint64_t(c[j] + 1);
+        }
+      }
+    }
+    return e;
+  }
+  /// Block renaming (issue 48, "permutations ... skipped"): a replayed plan moves no data
+  /// for a `permute` in the middle of the call. Once the recorded plan is complete, each
+  /// permutation is folded into a map loc (logical block j of the schedule is in physical
+  /// block loc[j] of the working buffer; permutation `to`, block j -> to[j], makes loc'[to[j]]
+  /// = loc[j]) and dropped; every later round's element ranges in the vector are rewritten
+  /// through loc (split at block boundaries, rejoined where physically adjacent; scratch
+  /// buffers are not permuted and keep their ranges). One permutation is left, physical
+  /// block loc[j] -> block j, at the end of the last round (or in a round of its own after
+  /// it), where the alltoall's copy-out fuses it (run_round()) and the others apply it in
+  /// place by cycles. Messages keep their element order, so peers see the same bytes. The
+  /// recording call itself moved the data as written; this changes only its replays.
+  /// Not for irregular (voff_) or alltoallv layouts, whose blocks permute never indexes.
+  /// False (pl unchanged) where a permutation does not index the plan's B blocks.
+  bool rename_blocks(Plan& pl) const {
+    const uint64_t B = uint64_t(pl.blocks);
+    for (const RoundPlan& rp : pl.rounds)
+      for (const std::vector<int64_t>& m : rp.perm_maps)
+        if (m.size() != B) return false;
+    std::vector<int64_t> loc(B), next(B);
+    for (uint64_t j = 0; j < B; ++j) loc[j] = int64_t(j);
+    bool identity = true;
+    // The block holding element e of the vector (e < count_): blocks are q + 1 elements
+    // for the first n mod B, then q (block_begin()).
+    const uint64_t q = count_ / B, m = count_ % B;
+    auto block_of = [&](uint64_t e) { return e < m * (q + 1) ? e / (q + 1) : m + (e - m * (q + 1)) / q; };
+    auto remap = [&](const std::vector<ElemRange>& from, uint32_t first, uint32_t n, std::vector<ElemRange>& out) {
+      const uint32_t start = uint32_t(out.size());
+      auto add = [&](uint64_t off, uint64_t cnt) {
+        if (cnt == 0) return;
+        if (uint32_t(out.size()) > start && out.back().first + out.back().second == off)
+          out.back().second += cnt;
+        else
+          out.push_back({off, cnt});
+      };
+      for (uint32_t i = first; i < first + n; ++i) {
+        uint64_t off = from[i].first, left = from[i].second;
+        while (left > 0 && off < count_) {
+          const uint64_t j = block_of(off);
+          const uint64_t b0 = block_begin(count_, B, j), b1 = block_begin(count_, B, j + 1);
+          const uint64_t take = std::min(left, b1 - off);
+          add(block_begin(count_, B, uint64_t(loc[j])) + (off - b0), take);
+          off += take;
+          left -= take;
+        }
+        add(off, left);  // scratch: not renamed
+      }
+      return uint32_t(out.size()) - start;
+    };
+    auto overlaps = [](const std::vector<ElemRange>& rg, const XferPlan& a, const XferPlan& b) {
+      for (uint32_t i = a.first; i < a.first + a.n; ++i)
+        for (uint32_t k = b.first; k < b.first + b.n; ++k)
+          if (rg[i].first < rg[k].first + rg[k].second && rg[k].first < rg[i].first + rg[i].second) return true;
+      return false;
+    };
+    for (RoundPlan& rp : pl.rounds) {
+      if (!identity) {
+        std::vector<ElemRange> out;
+        out.reserve(rp.ranges.size());
+        for (XferPlan& x : rp.xfers) {
+          const uint32_t first = uint32_t(out.size());
+          x.n = remap(rp.ranges, x.first, x.n, out);
+          x.first = first;
+        }
+        for (LocalPlan& l : rp.locals) {
+          const uint32_t from = uint32_t(out.size());
+          l.nfrom = remap(rp.ranges, l.from, l.nfrom, out);
+          const uint32_t to = uint32_t(out.size());
+          l.nto = remap(rp.ranges, l.to, l.nto, out);
+          l.from = from;
+          l.to = to;
+        }
+        rp.ranges.swap(out);
+        // compile_round()'s rules on the new ranges: a send of several ranges is packed; a
+        // receive is buffered when it reduces, has several ranges or lands where a send of
+        // its round reads (a bijection keeps the overlaps, so only the range counts change).
+        for (XferPlan& x : rp.xfers) {
+          if (!x.recv) {
+            x.buffered = x.n > 1;
+            continue;
+          }
+          bool hit = false;
+          for (const XferPlan& y : rp.xfers)
+            if (!y.recv && !hit) hit = overlaps(rp.ranges, x, y);
+          x.buffered = x.reduce || x.n > 1 || hit;
+          x.early = x.early && x.buffered;
+        }
+      }
+      for (const std::vector<int64_t>& to : rp.perm_maps) {
+        for (uint64_t j = 0; j < B; ++j) next[size_t(to[j])] = loc[j];
+        loc.swap(next);
+      }
+      rp.perms.clear();
+      rp.perm_maps.clear();
+      identity = true;
+      for (uint64_t j = 0; j < B && identity; ++j) identity = loc[j] == int64_t(j);
+    }
+    if (identity) return true;
+    std::vector<int64_t> home(B);  // physical block loc[j] -> block j
+    for (uint64_t j = 0; j < B; ++j) home[size_t(loc[j])] = int64_t(j);
+    if (pl.rounds.empty() || !pl.rounds.back().xfers.empty() || !pl.rounds.back().locals.empty()) {
+      RoundPlan last;
+      if (!pl.rounds.empty()) {
+        last.piece = pl.rounds.back().piece;
+        last.step = pl.rounds.back().step;
+      }
+      pl.rounds.push_back(std::move(last));
+    }
+    pl.rounds.back().perms.push_back(permutation_cycles(home));
+    pl.rounds.back().perm_maps.push_back(std::move(home));
+    return true;
   }
   /// Computes pl.input (DeferredInput) from the plan's rounds, once, when the plan is
   /// stored: follows the element ranges that still hold only the input through the rounds

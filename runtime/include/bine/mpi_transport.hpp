@@ -25,6 +25,12 @@
 //                                           working buffer (the user's input, whose copy-in
 //                                           the runtime then defers: DeferredInput); false
 //                                           where sends need registered memory (uTofu)
+//   static constexpr bool kReceiverPlaces   whether the receiver alone decides where a message
+//                                           lands in its memory (two-sided); false where a
+//                                           sender may put into the receiver's working buffer at
+//                                           the schedule's offsets (uTofu's direct landing), so
+//                                           a plan must keep the schedule's block layout (no
+//                                           block renaming, BasicContext::rename_blocks())
 //   void begin_step(uint32_t step)          the round whose transfers are posted next: the
 //                                           rank's count of rounds before it in the call
 //                                           (the instance round the verifier matched them
@@ -89,6 +95,7 @@ class MpiTransport {
   using Request = MPI_Request;
   static constexpr bool kConcurrent = true;
   static constexpr bool kSendsAnywhere = true;  ///< MPI sends from any memory
+  static constexpr bool kReceiverPlaces = true;  ///< two-sided: the receive names its buffer
   static Request null_request() { return MPI_REQUEST_NULL; }
   void set_tag(int tag) { tag_ = tag; }
   void begin_step(uint32_t) {}  ///< MPI matches by (peer, tag, posting order): no step needed

@@ -285,6 +285,7 @@ class UtofuTransport {
   static constexpr bool kConcurrent = false;
   /// Puts read registered memory only (the working buffer, staging): no deferred copy-in.
   static constexpr bool kSendsAnywhere = false;
+  static constexpr bool kReceiverPlaces = false;  ///< direct puts land at the receiver's schedule offsets
   static Request null_request() { return -1; }
   void set_tag(int) {}
   /// The round whose transfers follow: the rank's round count in the call, or UINT32_MAX
