@@ -28,6 +28,23 @@ int64_t offset_of(const void* p) {
   if (!base || c < base || c > base + elem * nelems) return -1;
   return (c - base) / elem;
 }
+// A message posted as one element of a datatype over several ranges (the runtime's typed
+// transfers, XferPlan::typed: MPI_Type_create_hindexed of the element type) is recorded as
+// one (kind, peer, offset, count) per range, in message order; anything else as one call.
+void record(const char* kind, int peer, const void* buf, int count, MPI_Datatype dt) {
+  int ni = 0, na = 0, nt = 0, combiner = 0;
+  if (count == 1 && MPI_Type_get_envelope(dt, &ni, &na, &nt, &combiner) == MPI_SUCCESS &&
+      combiner == MPI_COMBINER_HINDEXED && nt == 1) {
+    std::vector<int> ints(static_cast<size_t>(ni));
+    std::vector<MPI_Aint> addrs(static_cast<size_t>(na));
+    MPI_Datatype old = MPI_DATATYPE_NULL;
+    MPI_Type_get_contents(dt, ni, na, nt, ints.data(), addrs.data(), &old);
+    for (int k = 0; k < ints[0]; ++k)
+      posting.push_back({kind, peer, offset_of(static_cast<const char*>(buf) + addrs[size_t(k)]), ints[size_t(k) + 1]});
+    return;
+  }
+  posting.push_back({kind, peer, offset_of(buf), count});
+}
 }  // namespace
 
 void begin(const void* buffer, int64_t elem_bytes, int64_t elems) {
@@ -73,12 +90,12 @@ std::vector<Round> end() {
 extern "C" {
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
-  if (trace::on) trace::posting.push_back({"send", dest, trace::offset_of(buf), count});
+  if (trace::on) trace::record("send", dest, buf, count, dt);
   return PMPI_Isend(buf, count, dt, dest, tag, comm, req);
 }
 
 int MPI_Irecv(void* buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request* req) {
-  if (trace::on) trace::posting.push_back({"recv", source, trace::offset_of(buf), count});
+  if (trace::on) trace::record("recv", source, buf, count, dt);
   return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
 }
 

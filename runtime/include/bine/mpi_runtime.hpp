@@ -348,6 +348,31 @@ class BufferPool {
 /// (offset, count) in elements of the working buffer (the vector, then `scratch` buffers).
 using ElemRange = std::pair<uint64_t, uint64_t>;
 
+/// The MPI datatype of a plan's typed transfer (XferPlan::typed): MPI_Type_create_hindexed
+/// over the transfer's element ranges, in message order, of the call's element type; made at
+/// its first use and again when a call of the plan's shape uses another (predefined) element
+/// type; freed with the plan, unless MPI is finalized by then.
+struct PlanType {
+  MPI_Datatype elem = MPI_DATATYPE_NULL, type = MPI_DATATYPE_NULL;
+  PlanType() = default;
+  PlanType(const PlanType&) = delete;
+  PlanType& operator=(const PlanType&) = delete;
+  ~PlanType() { release(); }
+  void release() {
+    int finalized = 1;
+    if (type != MPI_DATATYPE_NULL && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Type_free(&type);
+    type = elem = MPI_DATATYPE_NULL;
+  }
+};
+/// Messages of at least this many bytes over several element ranges are sent and received
+/// with a datatype (XferPlan::typed) instead of packed into and unpacked from scratch.
+/// Smaller ones are packed: the copy is cheaper than MPI's non-contiguous path there, and a
+/// packed message keeps the call eligible for the flat replay.
+#ifndef BINE_TYPED_MIN_BYTES
+#define BINE_TYPED_MIN_BYTES 4096
+#endif
+inline constexpr uint64_t kTypedMinBytes = BINE_TYPED_MIN_BYTES;
+
 /// One transfer of a compiled round (RoundPlan).
 struct XferPlan {
   int64_t peer;      ///< real rank
@@ -356,6 +381,11 @@ struct XferPlan {
   bool early;        ///< a buffered reducing receive reduced piece by piece as the pieces arrive
   uint32_t first, n; ///< its element ranges, in message order: RoundPlan::ranges[first, first + n)
   uint64_t total;    ///< elements of the message
+  /// Several ranges in one piece, posted as one element of a datatype over them
+  /// (RoundPlan::types; MPI transport only, a predefined element type, mark_typed()):
+  /// neither packed nor buffered. Packed and buffered as usual when the call's element
+  /// type is a derived one.
+  bool typed = false;
 };
 /// A local `reduce`/`copy` of a compiled round: ranges `from` onto ranges `to`, in order.
 struct LocalPlan {
@@ -370,6 +400,7 @@ struct RoundPlan {
   std::vector<XferPlan> xfers;   ///< posted in this order
   std::vector<LocalPlan> locals; ///< applied after the receives, in program order
   std::vector<std::vector<int64_t>> perms;  ///< block permutations as cycles (permutation_cycles()), applied last
+  std::vector<std::shared_ptr<PlanType>> types;  ///< per transfer: its datatype where XferPlan::typed (else null)
   std::vector<std::vector<int64_t>> perm_maps;  ///< the same permutations as maps (block j -> map[j]), for fusing
                                                 ///< one with the copy-in or the copy-out
   uint64_t piece = 0;            ///< elements per message piece (segmentation, kMaxChunk)
@@ -1163,6 +1194,7 @@ class BasicContext {
     if (rc == MPI_SUCCESS && plan_rec_) {  // the call succeeded: keep its rounds as a plan
       plan_rec_->scratch = scratch_buffers_;
       plan_rec_->blocks = geometry_blocks();
+      mark_typed(*plan_rec_);
       plan_deferred_input(*plan_rec_);
       choose_renaming(*plan_rec_);
       plans_->insert(key_, std::move(plan_rec_));
@@ -2036,6 +2068,80 @@ class BasicContext {
     lazy_src_ = nullptr;
     return rc;
   }
+  /// Marks the transfers of `pl` that are posted with a datatype over their ranges
+  /// (XferPlan::typed) instead of packed or unpacked through scratch: several ranges, one
+  /// piece, at least kTypedMinBytes, and for a receive, one that is not reduced and lands
+  /// in no block a send of its round reads (otherwise it must wait in scratch). MPI
+  /// transport only (a datatype describes the user's memory to MPI; uTofu puts bytes).
+  void mark_typed(Plan& pl) const {
+    if constexpr (!std::is_same_v<Transport, MpiTransport>) {
+      (void)pl;
+    } else {
+      if (packed_ || direct_v_) return;
+      auto overlaps = [](const std::vector<ElemRange>& rg, const XferPlan& a, const XferPlan& b) {
+        for (uint32_t i = a.first; i < a.first + a.n; ++i)
+          for (uint32_t k = b.first; k < b.first + b.n; ++k)
+            if (rg[i].first < rg[k].first + rg[k].second && rg[k].first < rg[i].first + rg[i].second) return true;
+        return false;
+      };
+      for (RoundPlan& rp : pl.rounds) {
+        for (size_t i = 0; i < rp.xfers.size(); ++i) {
+          XferPlan& x = rp.xfers[i];
+          if (x.n < 2 || x.total > rp.piece || x.total * elem_bytes_ < kTypedMinBytes || x.typed) continue;
+          if (x.recv) {
+            if (x.reduce) continue;
+            bool hit = false;
+            for (const XferPlan& y : rp.xfers)
+              if (!y.recv && !hit) hit = overlaps(rp.ranges, x, y);
+            if (hit) continue;
+          }
+          std::shared_ptr<PlanType> t(new (std::nothrow) PlanType);
+          if (!t) continue;  // out of memory: packed as before
+          if (rp.types.size() < rp.xfers.size()) rp.types.resize(rp.xfers.size());
+          rp.types[i] = std::move(t);
+          x.typed = true;
+          x.buffered = false;
+          x.early = false;
+        }
+      }
+    }
+  }
+  /// The datatype of typed transfer `x` of `rp` for this call's element type, made at first
+  /// use (MPI_Type_create_hindexed over its ranges relative to the first, then commit).
+  int plan_type(const RoundPlan& rp, const XferPlan& x, MPI_Datatype* out) const {
+    PlanType& t = *rp.types[size_t(&x - rp.xfers.data())];
+    if (t.type != MPI_DATATYPE_NULL && t.elem == datatype_) {
+      *out = t.type;
+      return MPI_SUCCESS;
+    }
+    t.release();
+    int lens[64];
+    MPI_Aint disps[64];
+    std::unique_ptr<int[]> lh;
+    std::unique_ptr<MPI_Aint[]> dh;
+    int* len = lens;
+    MPI_Aint* disp = disps;
+    if (x.n > 64) {
+      lh.reset(new (std::nothrow) int[x.n]);
+      dh.reset(new (std::nothrow) MPI_Aint[x.n]);
+      if (!lh || !dh) return no_memory(uint64_t(x.n) * (sizeof(int) + sizeof(MPI_Aint)));
+      len = lh.get();
+      disp = dh.get();
+    }
+    const ElemRange* rg = rp.ranges.data() + x.first;
+    for (uint32_t k = 0; k < x.n; ++k) {
+      len[k] = int(rg[k].second);  // x.total <= rp.piece <= kMaxChunk
+      disp[k] = MPI_Aint((int64_t(rg[k].first) - int64_t(rg[0].first)) * int64_t(elem_bytes_));
+    }
+    MPI_Datatype nt = MPI_DATATYPE_NULL;
+    int rc = MPI_Type_create_hindexed(int(x.n), len, disp, datatype_, &nt);
+    if (rc == MPI_SUCCESS && (rc = MPI_Type_commit(&nt)) != MPI_SUCCESS) MPI_Type_free(&nt);
+    if (rc != MPI_SUCCESS) return fail(rc, "MPI_Type_create_hindexed for a message of %u ranges failed", x.n);
+    t.type = nt;
+    t.elem = datatype_;
+    *out = nt;
+    return MPI_SUCCESS;
+  }
   /// Keeps `pl` (its DeferredInput computed) as recorded or with its blocks renamed
   /// (rename_blocks()), whichever copies fewer elements locally in a replay
   /// (plan_copy_elements()): renaming saves the permutations but can split contiguous
@@ -2053,6 +2159,7 @@ class BasicContext {
     alt.scratch = pl.scratch;
     alt.blocks = pl.blocks;
     if (!rename_blocks(alt)) return;
+    mark_typed(alt);
     plan_deferred_input(alt);
     if (plan_copy_elements(alt) < plan_copy_elements(pl)) pl = std::move(alt);
   }
@@ -2168,10 +2275,12 @@ class BasicContext {
           l.to = to;
         }
         rp.ranges.swap(out);
+        rp.types.clear();  // mark_typed() decides again on the new ranges
         // compile_round()'s rules on the new ranges: a send of several ranges is packed; a
         // receive is buffered when it reduces, has several ranges or lands where a send of
         // its round reads (a bijection keeps the overlaps, so only the range counts change).
         for (XferPlan& x : rp.xfers) {
+          x.typed = false;
           if (!x.recv) {
             x.buffered = x.n > 1;
             continue;
@@ -2528,7 +2637,8 @@ class BasicContext {
     // Not while nonblocking calls are in flight: the wait must advance them (complete_round()).
     const bool fast = !direct_v_ && !rp.xfers.empty() && rp.xfers.size() <= 2 && rp.xfers.front().total <= rp.piece &&
                       rp.xfers.back().total <= rp.piece &&
-                      (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv) && !nb_any_live();
+                      (rp.xfers.size() == 1 || rp.xfers.front().recv != rp.xfers.back().recv) && !nb_any_live() &&
+                      !rp.xfers.front().typed && !rp.xfers.back().typed;
     char* fast_base[2] = {nullptr, nullptr};
     int rc = post_round(rp, fast, fast_base);
     if (rc != MPI_SUCCESS) return rc;
@@ -2566,10 +2676,26 @@ class BasicContext {
       char* const from = mode == InputMode::from_input ? const_cast<char*>(lazy_src_) : buf;
       char* base = x.n > 0 ? from + rg[0].first * elem_bytes_ : buf;  // x.n == 0: a barrier's empty message
       int64_t pending = -1;
+      // A typed transfer (one datatype over its ranges) under a predefined element type;
+      // under a derived one it is packed or buffered like any transfer of several ranges.
+      const bool typed = x.typed && named_type(datatype_);
+      if constexpr (std::is_same_v<Transport, MpiTransport>) {
+        if (typed) {
+          if (rec_) rec_->fail();  // the flat replay posts element counts, not datatypes
+          MPI_Datatype t = MPI_DATATYPE_NULL;
+          if (const int rc = plan_type(rp, x, &t); rc != MPI_SUCCESS) return rc;
+          pieces_.push_back({-1, 0, x.total});
+          requests_.push_back(Transport::null_request());
+          const int rc = x.recv ? transport_.post_recv_typed(base, t, int(x.peer), &requests_.back())
+                                : transport_.post_send_typed(base, t, int(x.peer), &requests_.back());
+          if (rc != MPI_SUCCESS) return rc;
+          continue;
+        }
+      }
       if (mode == InputMode::reduce_direct) {  // lands in place; the input is reduced into it after
         pending_.push_back({&rp, &x, kDirect});
         pending = int64_t(pending_.size()) - 1;
-      } else if (x.buffered && mode != InputMode::recv_direct) {
+      } else if ((x.buffered || (x.typed && !typed)) && mode != InputMode::recv_direct) {
         char* m = scratch(x.total * elem_bytes_);
         if (!m) return no_memory(x.total * elem_bytes_);
         if (!x.recv) {

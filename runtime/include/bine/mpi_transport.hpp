@@ -112,6 +112,14 @@ class MpiTransport {
   int post_recv(void* data, int count, int peer, Request* r) {
     return MPI_Irecv(data, count, type_, peer, tag_, comm_, r);
   }
+  /// One element of `type` (a datatype over several ranges of the bound type, built by the
+  /// runtime) from or to `data`: a message of several ranges without packing. MPI only.
+  int post_send_typed(const void* data, MPI_Datatype type, int peer, Request* r) {
+    return MPI_Isend(data, 1, type, peer, tag_, comm_, r);
+  }
+  int post_recv_typed(void* data, MPI_Datatype type, int peer, Request* r) {
+    return MPI_Irecv(data, 1, type, peer, tag_, comm_, r);
+  }
   int wait_all(Request* r, int n) { return BINE_MPI_CALL(Waitall)(n, r, MPI_STATUSES_IGNORE); }
   int test_all(Request* r, int n, int* flag) { return BINE_MPI_CALL(Testall)(n, r, flag, MPI_STATUSES_IGNORE); }
   int send(const void* data, int count, int peer) { return MPI_Send(data, count, type_, peer, tag_, comm_); }
