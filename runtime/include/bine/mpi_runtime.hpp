@@ -2214,8 +2214,10 @@ class BasicContext {
   /// it), where the alltoall's copy-out fuses it (run_round()) and the others apply it in
   /// place by cycles. Messages keep their element order, so peers see the same bytes. The
   /// recording call itself moved the data as written; this changes only its replays.
-  /// Not for irregular (voff_) or alltoallv layouts, whose blocks permute never indexes.
-  /// False (pl unchanged) where a permutation does not index the plan's B blocks.
+  /// Called by choose_renaming() only (not for irregular (voff_) or alltoallv layouts, whose
+  /// blocks permute never indexes). False (pl unchanged) where a permutation does not index
+  /// the plan's B blocks. A derived element type falls back from typed to packed transfers,
+  /// so plan_copy_elements() prices the predefined case.
   bool rename_blocks(Plan& pl) const {
     const uint64_t B = uint64_t(pl.blocks);
     for (const RoundPlan& rp : pl.rounds)
