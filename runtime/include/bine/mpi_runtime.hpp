@@ -2068,6 +2068,18 @@ class BasicContext {
     lazy_src_ = nullptr;
     return rc;
   }
+  /// Whether receive `x` of `rp` lands on elements a send of its round reads (compile_round()
+  /// buffers such a receive; on element ranges, for plans whose ranges were rewritten).
+  static bool lands_on_a_send(const RoundPlan& rp, const XferPlan& x) {
+    const std::vector<ElemRange>& rg = rp.ranges;
+    for (const XferPlan& y : rp.xfers) {
+      if (y.recv) continue;
+      for (uint32_t i = x.first; i < x.first + x.n; ++i)
+        for (uint32_t k = y.first; k < y.first + y.n; ++k)
+          if (rg[i].first < rg[k].first + rg[k].second && rg[k].first < rg[i].first + rg[i].second) return true;
+    }
+    return false;
+  }
   /// Marks the transfers of `pl` that are posted with a datatype over their ranges
   /// (XferPlan::typed) instead of packed or unpacked through scratch: several ranges, one
   /// piece, at least kTypedMinBytes, and for a receive, one that is not reduced and lands
@@ -2078,22 +2090,12 @@ class BasicContext {
       (void)pl;
     } else {
       if (packed_ || direct_v_) return;
-      auto overlaps = [](const std::vector<ElemRange>& rg, const XferPlan& a, const XferPlan& b) {
-        for (uint32_t i = a.first; i < a.first + a.n; ++i)
-          for (uint32_t k = b.first; k < b.first + b.n; ++k)
-            if (rg[i].first < rg[k].first + rg[k].second && rg[k].first < rg[i].first + rg[i].second) return true;
-        return false;
-      };
       for (RoundPlan& rp : pl.rounds) {
         for (size_t i = 0; i < rp.xfers.size(); ++i) {
           XferPlan& x = rp.xfers[i];
           if (x.n < 2 || x.total > rp.piece || x.total * elem_bytes_ < kTypedMinBytes || x.typed) continue;
           if (x.recv) {
-            if (x.reduce) continue;
-            bool hit = false;
-            for (const XferPlan& y : rp.xfers)
-              if (!y.recv && !hit) hit = overlaps(rp.ranges, x, y);
-            if (hit) continue;
+            if (x.reduce || lands_on_a_send(rp, x)) continue;
           }
           std::shared_ptr<PlanType> t(new (std::nothrow) PlanType);
           if (!t) continue;  // out of memory: packed as before
@@ -2253,12 +2255,6 @@ class BasicContext {
       }
       return uint32_t(out.size()) - start;
     };
-    auto overlaps = [](const std::vector<ElemRange>& rg, const XferPlan& a, const XferPlan& b) {
-      for (uint32_t i = a.first; i < a.first + a.n; ++i)
-        for (uint32_t k = b.first; k < b.first + b.n; ++k)
-          if (rg[i].first < rg[k].first + rg[k].second && rg[k].first < rg[i].first + rg[i].second) return true;
-      return false;
-    };
     for (RoundPlan& rp : pl.rounds) {
       if (!identity) {
         std::vector<ElemRange> out;
@@ -2287,10 +2283,7 @@ class BasicContext {
             x.buffered = x.n > 1;
             continue;
           }
-          bool hit = false;
-          for (const XferPlan& y : rp.xfers)
-            if (!y.recv && !hit) hit = overlaps(rp.ranges, x, y);
-          x.buffered = x.reduce || x.n > 1 || hit;
+          x.buffered = x.reduce || x.n > 1 || lands_on_a_send(rp, x);
           x.early = x.early && x.buffered;
         }
       }
