@@ -48,17 +48,21 @@ CODES = {
         "van_de_geijn_bcast_rd": "VR",
         "bine_bcast_lat": "BL",
         "bine_bcast_bdw": "BB",
+        "knomial_bcast": "Kn",
     },
     "allgather": {
         "recursive_doubling_allgather": "RD",
         "ring_allgather": "Ri",
         "bruck_allgather": "Br",
         "bine_allgather": "Bi",
+        "sparbit_allgather": "Sp",
+        "neighbor_exchange_allgather": "NE",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",
         "pairwise_reduce_scatter": "PW",
         "bine_reduce_scatter": "Bi",
+        "ring_reduce_scatter": "Ri",
     },
 }
 
