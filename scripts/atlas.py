@@ -40,6 +40,8 @@ CODES = {
         "bine_allreduce_lat": "BL",
         "bine_allreduce_bdw": "BB",
         "bine_allreduce_rsag": "BR",
+        "swing_allreduce_lat": "SL",
+        "swing_allreduce_bdw": "SB",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",
@@ -57,12 +59,14 @@ CODES = {
         "bine_allgather": "Bi",
         "sparbit_allgather": "Sp",
         "neighbor_exchange_allgather": "NE",
+        "swing_allgather": "Sw",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",
         "pairwise_reduce_scatter": "PW",
         "bine_reduce_scatter": "Bi",
         "ring_reduce_scatter": "Ri",
+        "swing_reduce_scatter": "Sw",
     },
 }
 

@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""A schedule named after a peer's algorithm does what the peer's code does, in its order.
+
+usage: run.py BINE_CC SOURCE_DIR
+
+For the schedules of dsl/lib/openmpi.bine and dsl/lib/swing.bine, the messages of every rank
+in every round of `bine-cc schedule --json` are compared with a transcription of the peer's
+own C code (the functions named below, read from Open MPI 4.1/5.0 and the authors' libswing;
+the loops are theirs, only MPI calls became tuples):
+
+  neighbor_exchange_allgather  ompi_coll_base_allgather_intra_neighborexchange (even p; the
+                               ring of ompi_coll_base_allgather_intra_ring for odd p)
+  sparbit_allgather            ompi_coll_base_allgather_intra_sparbit
+  ring_reduce_scatter          ompi_coll_base_reduce_scatter_intra_ring
+  knomial_bcast                ompi_coll_base_topo_build_kmtree + the generic bcast
+                               (children in tree_next order), radix 2..8, every root
+  recexch_allreduce            MPICH MPII_Recexchalgo_get_neighbors + MPIR_Allreduce_intra_recexch
+                               (single_phase_recv; k = 2..8; the receive order is the one
+                               do_reduce combines in: lower neighbours nearest first)
+  k_dissemination_barrier      MPICH MPIR_Barrier_intra_k_dissemination (k = 2..8)
+  swing_*                      libswing compute_step_info + get_peer_c + getCoordFromId
+                               (port 0, SWING_ALGO_FAMILY_SWING) on the torus shapes of
+                               tests/peers/swing_shapes.bine; on one dimension the whole
+                               instance equals the Bine butterfly schedule's
+
+Each expected message is (kind, peer, blocks): kind "send" / "recv" / "recv_reduce", blocks a
+tuple of block indices in the message's order. Data flow is the verifier's business; this
+is about partners and order. Exits 1 naming the first difference.
+"""
+import json
+import subprocess
+import sys
+
+BINE_CC, SRC = sys.argv[1], sys.argv[2]
+import glob
+LIB = sorted(glob.glob(SRC + "/dsl/lib/*.bine"))
+SHAPES = SRC + "/tests/peers/swing_shapes.bine"
+failures = 0
+
+
+def instance(name, p, root=0, extra=()):
+    out = subprocess.run([BINE_CC, "schedule", *LIB, *extra, "--schedule", name, "-p", str(p), "--root", str(root),
+                          "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("run.py: bine-cc schedule %s -p %d failed:\n%s" % (name, p, out.stderr))
+    return json.loads(out.stdout)
+
+
+def blocks_of(ranges):
+    return tuple(b for lo, hi in ranges for b in range(lo, hi))
+
+
+def got(inst):
+    """Per rank, per round: the messages (kind, peer, blocks), in program order."""
+    res = []
+    for rounds in inst["ranks"]:
+        rr = []
+        for ops in rounds:
+            rr.append([(("send" if o["op"] == "send" else o["op"].replace("recv_copy", "recv")), o["peer"],
+                        blocks_of(o["blocks"])) for o in ops if o["op"] in ("send", "recv_copy", "recv_reduce")])
+        res.append(rr)
+    return res
+
+
+def compare(what, expect, inst):
+    """expect: per rank, a list of rounds, each a list of messages. Sends and receives are
+    compared as two sequences per round (the schedule posts a round's sends first)."""
+    global failures
+    g = got(inst)
+    p = inst["p"]
+    for x in range(p):
+        er, gr = expect[x], g[x]
+        # ranks without messages in trailing rounds
+        while len(gr) > len(er) and not gr[-1]:
+            gr = gr[:-1]
+        while len(er) > len(gr) and not er[-1]:
+            er = er[:-1]
+        if len(er) != len(gr):
+            print("FAIL %s p=%d rank %d: %d rounds, the peer's code has %d" % (what, p, x, len(gr), len(er)))
+            failures += 1
+            return
+        for t, (e, h) in enumerate(zip(er, gr)):
+            for kinds in (("send",), ("recv", "recv_reduce")):
+                ee = [m for m in e if m[0] in kinds]
+                hh = [m for m in h if m[0] in kinds]
+                if ee != hh:
+                    print("FAIL %s p=%d rank %d round %d: %s, the peer's code: %s" % (what, p, x, t, hh, ee))
+                    failures += 1
+                    return
+
+
+def ring_allgather(p):
+    # ompi_coll_base_allgather_intra_ring: step i sends block (r - i) to r + 1, receives r - i - 1
+    return [[[("send", (r + 1) % p, ((r - i) % p,)), ("recv", (r - 1) % p, ((r - i - 1) % p,))]
+             for i in range(p - 1)] for r in range(p)]
+
+
+def neighbor_exchange(p):
+    if p % 2:
+        return ring_allgather(p)
+    exp = []
+    for rank in range(p):
+        rounds = []
+        even = rank % 2 == 0
+        if even:
+            neighbor = [(rank + 1) % p, (rank - 1 + p) % p]
+            recv_data_from = [rank, rank]
+            offset_at_step = [2, -2]
+        else:
+            neighbor = [(rank - 1 + p) % p, (rank + 1) % p]
+            recv_data_from = [neighbor[0], neighbor[0]]
+            offset_at_step = [-2, 2]
+        rounds.append([("send", neighbor[0], (rank,)), ("recv", neighbor[0], (neighbor[0],))])
+        send_data_from = rank if even else recv_data_from[0]
+        for i in range(1, p // 2):
+            par = i % 2
+            recv_data_from[par] = (recv_data_from[par] + offset_at_step[par] + p) % p
+            rounds.append([("send", neighbor[par], (send_data_from, send_data_from + 1)),
+                           ("recv", neighbor[par], (recv_data_from[par], recv_data_from[par] + 1))])
+            send_data_from = recv_data_from[par]
+        exp.append(rounds)
+    return exp
+
+
+def sparbit(p):
+    comm_log = (p - 1).bit_length()  # log_2(): ceil for non-powers of two
+    exp = []
+    for rank in range(p):
+        rounds = []
+        distance = 1 << (comm_log - 1) if comm_log > 0 else 0
+        last_ignore = (p & -p).bit_length() - 1
+        ignore_steps = ((~(p >> last_ignore) | 1) << last_ignore) & 0xFFFFFFFF
+        data_expected = 1
+        for _ in range(comm_log):
+            sendto, recvfrom = (rank + distance) % p, (rank - distance + p) % p
+            exclusion = 1 if (distance & ignore_steps) == distance else 0
+            msgs = []
+            for tc in range(data_expected - exclusion):
+                send_disp = (rank - 2 * tc * distance + p) % p
+                recv_disp = (rank - (2 * tc + 1) * distance + p) % p
+                msgs += [("send", sendto, (send_disp,)), ("recv", recvfrom, (recv_disp,))]
+            rounds.append(msgs)
+            distance >>= 1
+            data_expected = (data_expected << 1) - exclusion
+        exp.append(rounds)
+    return exp
+
+
+def ring_reduce_scatter(p):
+    exp = []
+    for rank in range(p):
+        if p == 1:
+            exp.append([])
+            continue
+        send_to, recv_from = (rank + 1) % p, (rank + p - 1) % p
+        # first receive posted for block r - 2 while block r - 1 (= recv_from's) is sent
+        rounds = [[("send", send_to, (recv_from,)), ("recv_reduce", recv_from, ((rank + p - 2) % p,))]]
+        for k in range(2, p):
+            prevblock = (rank + p - k) % p
+            rounds.append([("send", send_to, (prevblock,)), ("recv_reduce", recv_from, ((prevblock - 1) % p,))])
+        exp.append(rounds)
+    return exp
+
+
+def kmtree(p, root, radix, rank):
+    vrank = (rank - root + p) % p
+    prev = None
+    mask = 1
+    while mask < p:
+        if vrank % (radix * mask):
+            prev = (vrank // (radix * mask) * (radix * mask) + root) % p
+            break
+        mask *= radix
+    mask //= radix
+    nxt = []
+    while mask > 0:
+        for j in range(1, radix):
+            child = vrank + mask * j
+            if child < p:
+                nxt.append((child + root) % p)
+        mask //= radix
+    return prev, nxt
+
+
+def knomial(p, root, radix):
+    # the generic bcast: a rank receives from tree_prev, then posts a send to every
+    # tree_next; in rounds, the depth of a rank in the tree is the round it sends in
+    depth = {root: 0}
+    order = [root]
+    while order:
+        x = order.pop(0)
+        for c in kmtree(p, root, radix, x)[1]:
+            depth[c] = depth[x] + 1
+            order.append(c)
+    levels = max(depth.values())
+    exp = []
+    for rank in range(p):
+        prev, nxt = kmtree(p, root, radix, rank)
+        rounds = [[] for _ in range(levels)]
+        if prev is not None:
+            rounds[depth[rank] - 1].append(("recv", prev, (0,)))
+        for c in nxt:
+            rounds[depth[rank]].append(("send", c, (0,)))
+        exp.append(rounds)
+    return exp
+
+
+def ceil_log2(x):
+    return (x - 1).bit_length()
+
+
+def swing_steps(dims):
+    # libswing compute_step_info(port 0)
+    D = len(dims)
+    nxt = [0] * D
+    cur = 0
+    total = sum(ceil_log2(d) for d in dims)
+    info = []
+    for i in range(total):
+        info.append((cur, nxt[cur]))
+        if nxt[cur] < ceil_log2(dims[cur]):
+            nxt[cur] += 1
+        if i != total - 1:
+            while True:
+                cur = (cur + 1) % D
+                if nxt[cur] < ceil_log2(dims[cur]):
+                    break
+    return info
+
+
+RHOS = [1, -1, 3, -5, 11, -21, 43, -85, 171, -341, 683, -1365, 2731, -5461, 10923, -21845]
+
+
+def swing_peer(rank, step, dims, info):
+    # getCoordFromId (row-major, coordinate 0 slowest), get_peer_c, getIdFromCoord
+    coord, n = [], 1
+    for d in dims:
+        n *= d
+    idv = rank
+    for d in dims:
+        n //= d
+        coord.append(idv // n)
+        idv %= n
+    d, u = info[step]
+    sign = -1 if coord[d] % 2 else 1
+    coord[d] = (coord[d] + RHOS[u] * sign) % dims[d]
+    r = 0
+    for i, c in enumerate(coord):
+        r = r * dims[i] + c
+    return r
+
+
+def swing_check(name, dims, reverse=False):
+    p = dims[0] * dims[1] * dims[2]
+    ref = [d for d in dims if d > 1]  # libswing's dimensions: those of size 1 are not among them
+    info = swing_steps(ref)
+    inst = instance("%s_%dx%dx%d" % ((name,) + dims), p, extra=(SHAPES,))
+    g = got(inst)
+    steps = list(range(len(info)))
+    if name == "swing_allreduce_bdw":
+        steps = steps + steps[::-1]
+    elif reverse:
+        steps = steps[::-1]
+    global failures
+    for x in range(p):
+        rounds = [r for r in g[x] if r]
+        if len(rounds) != len(steps):
+            print("FAIL %s %s rank %d: %d rounds, libswing has %d steps" % (name, dims, x, len(rounds), len(steps)))
+            failures += 1
+            return
+        for t, (msgs, s) in enumerate(zip(rounds, steps)):
+            q = swing_peer(x, s, ref, info)
+            if any(m[1] != q for m in msgs):
+                print("FAIL %s %s rank %d round %d: peers %s, libswing's peer %d" % (name, dims, x, t, [m[1] for m in msgs], q))
+                failures += 1
+                return
+
+
+def recexch_neighbors(rank, nranks, k):
+    # MPII_Recexchalgo_get_neighbors (src/mpi/coll/algorithms/recexchalgo/recexchalgo.c)
+    if nranks < k:
+        k = nranks if nranks > 2 else 2
+    p_of_k, log_p_of_k = 1, 0
+    while p_of_k <= nranks:
+        p_of_k *= k
+        log_p_of_k += 1
+    p_of_k //= k
+    log_p_of_k -= 1
+    rem = nranks - p_of_k
+    T = rem * k // (k - 1)
+    sendto, recvfrom = -1, []
+    if rank < T:
+        if rank % k != k - 1:
+            sendto = rank + (k - 1 - rank % k)
+            if sendto > T - 1:
+                sendto = T
+            newrank = -1
+        else:
+            recvfrom = [rank - i - 1 for i in range(k - 1)]
+            newrank = rank // k
+    else:
+        newrank = rank - rem
+        if rank == T and (T - 1) % k != k - 1 and T >= 1:
+            nsenders = (T - 1) % k + 1
+            recvfrom = [T - nsenders + j for j in range(nsenders - 1, -1, -1)]
+    nbrs = []
+    if sendto == -1:
+        digit = [0] * log_p_of_k
+        t, idx = newrank, 0
+        while t:
+            digit[idx] = t % k
+            t //= k
+            idx += 1
+        for phase in range(log_p_of_k):
+            cbit, row = digit[phase], []
+            for i in range(k):
+                if i != cbit:
+                    digit[phase] = i
+                    nbr, power = 0, 1
+                    for j in range(log_p_of_k):
+                        nbr += digit[j] * power
+                        power *= k
+                    row.append(nbr * k + (k - 1) if nbr < rem // (k - 1) else nbr + rem)
+            digit[phase] = cbit
+            nbrs.append(row)
+    return sendto, recvfrom, nbrs
+
+
+def recexch_allreduce(p, k):
+    # MPIR_Allreduce_intra_recexch: step 1, one round per phase of step 2 (every neighbour's
+    # vector received, then combined by do_reduce in rank order around find_myidx), step 3
+    exp = []
+    rem = any(recexch_neighbors(x, p, k)[0] >= 0 for x in range(p))
+    for rank in range(p):
+        if p == 1:
+            exp.append([])
+            continue
+        sendto, recvfrom, nbrs = recexch_neighbors(rank, p, k)
+        rounds = []
+        if rem:
+            rounds.append([("send", sendto, (0,))] if sendto >= 0 else [("recv_reduce", q, (0,)) for q in recvfrom])
+        nph = len(recexch_neighbors(p - 1, p, k)[2])
+        for ph in range(nph):
+            if sendto >= 0:
+                rounds.append([])
+                continue
+            row = nbrs[ph]
+            myidx = next((i for i, q in enumerate(row) if q > rank), len(row))
+            order = row[:myidx][::-1] + row[myidx:]
+            rounds.append([m for q in order for m in (("send", q, (0,)), ("recv_reduce", q, (0,)))])
+        if rem:
+            rounds.append([("recv", sendto, (0,))] if sendto >= 0 else [("send", q, (0,)) for q in recvfrom])
+        exp.append(rounds)
+    return exp
+
+
+def k_dissemination(p, k):
+    # MPIR_Barrier_intra_k_dissemination (k = 2: MPIR_Barrier_intra_dissemination); a
+    # message to the rank itself (j * shift a multiple of p) is not in the schedule
+    exp = []
+    if p < k:
+        k = p
+    for rank in range(p):
+        rounds, p_of_k, shift = [], 1, 1
+        while p_of_k < p:
+            p_of_k *= k
+            msgs = []
+            for j in range(1, k):
+                if (j * shift) % p:
+                    msgs += [("send", (rank + j * shift) % p, ()), ("recv", (rank - j * shift) % p, ())]
+            rounds.append(msgs)
+            shift *= k
+        exp.append(rounds)
+    return exp
+
+
+checked = 0
+for p in list(range(1, 21)) + [32, 33]:
+    compare("neighbor_exchange_allgather", neighbor_exchange(p), instance("neighbor_exchange_allgather", p))
+    compare("sparbit_allgather", sparbit(p), instance("sparbit_allgather", p))
+    compare("ring_reduce_scatter", ring_reduce_scatter(p), instance("ring_reduce_scatter", p))
+    checked += 3
+radix_file = SRC + "/tests/schedules/radix.bine"
+for radix in range(2, 9):
+    for p in (1, 2, 5, 10, 16, 27, 33):
+        for root in sorted({0, 1 % p, p // 2, p - 1}):
+            inst = instance("knomial_bcast_radix_%d" % radix, p, root, extra=(radix_file,))
+            compare("knomial_bcast radix %d root %d" % (radix, root), knomial(p, root, radix), inst)
+            checked += 1
+for k in range(2, 9):
+    for p in list(range(1, 21)) + [27, 32, 33, 49, 64]:
+        compare("recexch_allreduce k %d" % k, recexch_allreduce(p, k),
+                instance("recexch_allreduce_k_%d" % k, p, extra=(radix_file,)))
+        compare("k_dissemination_barrier k %d" % k, k_dissemination(p, k),
+                instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
+        checked += 2
+for dims in [(2, 2, 2), (4, 2, 1), (1, 8, 2), (2, 4, 8), (4, 4, 4), (8, 1, 1), (16, 1, 1)]:
+    for name, rev in (("swing_allreduce_lat", False), ("swing_reduce_scatter", False), ("swing_allgather", True),
+                      ("swing_allreduce_bdw", False)):
+        swing_check(name, dims, rev)
+        checked += 1
+# One dimension: Swing's partner and windows are the Bine butterfly's, so the instances are equal.
+for name, bine in (("swing_allreduce_lat", "bine_allreduce_lat"), ("swing_reduce_scatter", "bine_reduce_scatter"),
+                   ("swing_allgather", "bine_allgather")):
+    for d in (8, 16):
+        a = got(instance("%s_%dx1x1" % (name, d), d, extra=(SHAPES,)))
+        b = got(instance(bine, d))
+        checked += 1
+        if a != b:
+            print("FAIL %s on %dx1x1: not the instance of %s" % (name, d, bine))
+            failures += 1
+print("peers: %d instances compared with the peers' code, %d failures" % (checked, failures))
+sys.exit(1 if failures else 0)
