@@ -42,6 +42,8 @@ CODES = {
         "bine_allreduce_rsag": "BR",
         "swing_allreduce_lat": "SL",
         "swing_allreduce_bdw": "SB",
+        "recexch_allreduce": "RX",
+        "linear_allreduce": "Li",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",
@@ -51,6 +53,7 @@ CODES = {
         "bine_bcast_lat": "BL",
         "bine_bcast_bdw": "BB",
         "knomial_bcast": "Kn",
+        "linear_bcast": "Li",
     },
     "allgather": {
         "recursive_doubling_allgather": "RD",

@@ -592,8 +592,22 @@ class Emitter {
     return used;
   }
   void fn(const FnDecl& f, const std::string& ind) {
+    // A parameter the fn never reads gets [[maybe_unused]]: the header compiles under
+    // -Wall -Wextra -Werror whatever the schedule's fns look like.
+    std::vector<bool> read(f.params.size(), false);
+    std::vector<const Expr*> work{f.body.get()};
+    exprs_of(f.stmts, work);
+    while (!work.empty()) {
+      const Expr* e = work.back();
+      work.pop_back();
+      if (!e) continue;
+      if (e->kind == ExprKind::name && e->ref == NameKind::fn_param && e->slot >= 0 && size_t(e->slot) < read.size())
+        read[size_t(e->slot)] = true;
+      for (const ExprPtr& k : e->kids) work.push_back(k.get());
+    }
     std::string params;
-    for (size_t i = 0; i < f.params.size(); ++i) params += (i ? ", " : "") + std::string("int64_t ") + mangle(f.params[i]);
+    for (size_t i = 0; i < f.params.size(); ++i)
+      params += (i ? ", " : "") + std::string(read[i] ? "" : "[[maybe_unused]] ") + "int64_t " + mangle(f.params[i]);
     const char* result = f.result == Type::boolean ? "bool" : "int64_t";
     if (f.stmts.empty()) {
       *out_ << ind << "const auto " << fn_name(f.name) << " = [&](" << params << ") -> " << result << " { return "
