@@ -54,6 +54,9 @@ CODES = {
         "bine_bcast_bdw": "BB",
         "knomial_bcast": "Kn",
         "linear_bcast": "Li",
+        "pipeline_bcast": "Pi",
+        "chain_bcast": "Ch",
+        "binary_tree_bcast": "BT",
     },
     "allgather": {
         "recursive_doubling_allgather": "RD",

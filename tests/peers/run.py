@@ -21,6 +21,11 @@ the loops are theirs, only MPI calls became tuples):
   dsl/lib/openmpi_linear.bine  ompi_coll_base_{bcast,gather,scatter,reduce}_intra_basic_linear,
                                ompi_coll_base_barrier_intra_{basic_linear,doublering,tree},
                                ompi_coll_base_{scan,exscan}_intra_linear (every root sampled)
+  dsl/lib/openmpi_segmented.bine  ompi_coll_base_topo_build_chain (fanout 1..8) and
+                               ompi_coll_base_topo_build_tree(2) under the segmented
+                               ompi_coll_base_bcast_intra_generic and
+                               ompi_coll_base_reduce_generic (segments 1, 2, 3, 8 and fanout
+                               1..8, four roots)
   swing_*                      libswing compute_step_info + get_peer_c + getCoordFromId
                                (port 0, SWING_ALGO_FAMILY_SWING) on the torus shapes of
                                tests/peers/swing_shapes.bine; on one dimension the whole
@@ -482,6 +487,122 @@ def linear_chain(p, reduce):
     return exp
 
 
+def build_tree2(p, root, rank):
+    # ompi_coll_base_topo_build_tree(fanout 2): children, then parent
+    fanout = 2
+    def pown(n):
+        return fanout ** n if n >= 0 else 0
+    def level_of(x):
+        lv, num = 0, 0
+        while num <= x:
+            num += pown(lv)
+            lv += 1
+        return lv - 1
+    if p < 2:
+        return None, []
+    sr = (rank - root) % p
+    lv = level_of(sr)
+    delta = pown(lv)
+    nxt = []
+    for i in range(fanout):
+        sc = sr + delta * (i + 1)
+        if sc < p:
+            nxt.append((sc + root) % p)
+        else:
+            break
+    slimit = (pown(lv) - 1) // (fanout - 1)
+    sp = sr
+    if sp < fanout:
+        sp = 0
+    else:
+        while sp >= slimit:
+            sp -= delta // fanout
+    return (None if sr == 0 else (sp + root) % p), nxt
+
+
+def build_chain(p, root, rank, fanout):
+    # ompi_coll_base_topo_build_chain
+    if p - 1 < fanout:
+        fanout = p - 1
+    sr = (rank - root) % p
+    if fanout == 1:
+        prev = None if sr == 0 else (sr - 1 + root) % p
+        nxt = [] if sr + 1 >= p else [(sr + 1 + root) % p]
+        return prev, nxt
+    if p == 1:
+        return None, []
+    L = (p - 1) // fanout
+    if (p - 1) % fanout:
+        L += 1
+        mark = (p - 1) % fanout
+    else:
+        mark = fanout + 1
+    if sr != 0:
+        if sr - 1 < mark * L:
+            column = (sr - 1) // L
+            head, ln = 1 + column * L, L
+        else:
+            column = mark + (sr - 1 - mark * L) // (L - 1)
+            head, ln = mark * L + 1 + (column - mark) * (L - 1), L - 1
+        prev = 0 if sr == head else sr - 1
+        nxt = [] if sr == head + ln - 1 or sr + 1 >= p else [(sr + 1 + root) % p]
+        return (prev + root) % p, nxt
+    nxt = [(root + 1) % p]
+    for i in range(1, fanout):
+        x = nxt[-1] + L
+        if i > mark:
+            x -= 1
+        nxt.append(x % p)
+    return None, nxt
+
+
+def segmented_bcast(p, root, segments, tree):
+    # ompi_coll_base_bcast_intra_generic: the root sends each segment to all its children;
+    # an inner rank receives segment s + 1 while it sends segment s; a leaf receives them all
+    depth = {root: 0}
+    order = [root]
+    while order:
+        x = order.pop(0)
+        for c in tree(x)[1]:
+            depth[c] = depth[x] + 1
+            order.append(c)
+    nrounds = (max(depth.values()) + segments - 1) if p > 1 else 0
+    exp = []
+    for rank in range(p):
+        prev, nxt = tree(rank)
+        rounds = [[] for _ in range(nrounds)]
+        for sg in range(segments):
+            for c in nxt:
+                rounds[depth[rank] + sg].append(("send", c, (sg,)))
+            if prev is not None:
+                rounds[depth[rank] - 1 + sg].append(("recv", prev, (sg,)))
+        exp.append(rounds)
+    return exp
+
+
+def segmented_reduce(p, root, segments, tree):
+    # ompi_coll_base_reduce_generic: a leaf sends its segments one after the other; an inner
+    # rank receives segment s from each child in tree_next order, then sends it on. A rank
+    # sends segment s in round height + s; its parent receives it in that round.
+    height = {}
+    def h(x):
+        if x not in height:
+            height[x] = 1 + max((h(c) for c in tree(x)[1]), default=-1)
+        return height[x]
+    nrounds = (h(root) + segments - 1) if p > 1 else 0
+    exp = []
+    for rank in range(p):
+        prev, nxt = tree(rank)
+        rounds = [[] for _ in range(nrounds)]
+        for sg in range(segments):
+            if prev is not None:
+                rounds[h(rank) + sg].append(("send", prev, (sg,)))
+            for c in nxt:
+                rounds[h(c) + sg].append(("recv_reduce", c, (sg,)))
+        exp.append(rounds)
+    return exp
+
+
 checked = 0
 for p in list(range(1, 21)) + [32, 33]:
     compare("neighbor_exchange_allgather", neighbor_exchange(p), instance("neighbor_exchange_allgather", p))
@@ -510,6 +631,36 @@ for p in list(range(1, 18)) + [32, 33]:
     compare("linear_scan", linear_chain(p, True), instance("linear_scan", p))
     compare("linear_exscan", linear_chain(p, False), instance("linear_exscan", p), scratch=True)
     checked += 6
+for p in (1, 2, 3, 5, 8, 13, 16, 21, 33):
+    for root in sorted({0, 1 % p, p // 2, p - 1}):
+        for sg in (1, 2, 3, 8):
+            compare("pipeline_bcast segments %d root %d" % (sg, root),
+                    segmented_bcast(p, root, sg, lambda x: build_chain(p, root, x, 1)),
+                    instance("pipeline_bcast_s_%d" % sg, p, root, extra=(radix_file,)))
+            compare("binary_tree_bcast segments %d root %d" % (sg, root),
+                    segmented_bcast(p, root, sg, lambda x: build_tree2(p, root, x)),
+                    instance("binary_tree_bcast_s_%d" % sg, p, root, extra=(radix_file,)))
+            compare("chain_bcast fanout 4 segments %d root %d" % (sg, root),
+                    segmented_bcast(p, root, sg, lambda x: build_chain(p, root, x, 4)),
+                    instance("chain_bcast_s_%d" % sg, p, root, extra=(radix_file,)))
+            compare("pipeline_reduce segments %d root %d" % (sg, root),
+                    segmented_reduce(p, root, sg, lambda x: build_chain(p, root, x, 1)),
+                    instance("pipeline_reduce_s_%d" % sg, p, root, extra=(radix_file,)))
+            compare("binary_reduce segments %d root %d" % (sg, root),
+                    segmented_reduce(p, root, sg, lambda x: build_tree2(p, root, x)),
+                    instance("binary_reduce_s_%d" % sg, p, root, extra=(radix_file,)))
+            compare("chain_reduce fanout 4 segments %d root %d" % (sg, root),
+                    segmented_reduce(p, root, sg, lambda x: build_chain(p, root, x, 4)),
+                    instance("chain_reduce_s_%d" % sg, p, root, extra=(radix_file,)))
+            checked += 6
+        for fo in range(1, 9):
+            compare("chain_bcast fanout %d root %d" % (fo, root),
+                    segmented_bcast(p, root, 3, lambda x: build_chain(p, root, x, fo)),
+                    instance("chain_bcast_f_%d" % fo, p, root, extra=(radix_file,)))
+            compare("chain_reduce fanout %d root %d" % (fo, root),
+                    segmented_reduce(p, root, 3, lambda x: build_chain(p, root, x, fo)),
+                    instance("chain_reduce_f_%d" % fo, p, root, extra=(radix_file,)))
+            checked += 2
 for k in range(2, 9):
     for p in list(range(1, 21)) + [27, 32, 33, 49, 64]:
         compare("recexch_allreduce k %d" % k, recexch_allreduce(p, k),
