@@ -17,7 +17,10 @@ the loops are theirs, only MPI calls became tuples):
   recexch_allreduce            MPICH MPII_Recexchalgo_get_neighbors + MPIR_Allreduce_intra_recexch
                                (single_phase_recv; k = 2..8; the receive order is the one
                                do_reduce combines in: lower neighbours nearest first)
+  recexch_barrier              MPICH MPIR_Barrier_intra_recexch (recexch_allreduce's messages,
+                               count 0; k = 2..8)
   k_dissemination_barrier      MPICH MPIR_Barrier_intra_k_dissemination (k = 2..8)
+  scattered_alltoall           MPICH MPIR_Alltoall_intra_scattered (bblock 1..8)
   dsl/lib/openmpi_linear.bine  ompi_coll_base_{bcast,gather,scatter,reduce}_intra_basic_linear,
                                ompi_coll_base_barrier_intra_{basic_linear,doublering,tree},
                                ompi_coll_base_{scan,exscan}_intra_linear (every root sampled)
@@ -603,6 +606,26 @@ def segmented_reduce(p, root, segments, tree):
     return exp
 
 
+def scattered(p, bblock):
+    # MPIR_Alltoall_intra_scattered: batch ii receives from r + i + ii and sends to
+    # r - i - ii (i < ss); the own block is a local copy. The receive lands in the slot of the
+    # block sent to r - d in the same batch (the schedule's one buffer; the final permutation
+    # puts it at r + d, where the peer's separate receive buffer has it)
+    exp = []
+    for rank in range(p):
+        rounds = []
+        ii = 0
+        while ii < p:
+            ss = min(bblock, p - ii)
+            recvs = [("recv", (rank + i + ii) % p, ((rank - i - ii) % p,)) for i in range(ss) if i + ii]
+            sends = [("send", (rank - i - ii) % p, ((rank - i - ii) % p,)) for i in range(ss) if i + ii]
+            if recvs or ii:
+                rounds.append(recvs + sends)
+            ii += bblock
+        exp.append(rounds if p > 1 else [])
+    return exp
+
+
 checked = 0
 for p in list(range(1, 21)) + [32, 33]:
     compare("neighbor_exchange_allgather", neighbor_exchange(p), instance("neighbor_exchange_allgather", p))
@@ -665,9 +688,17 @@ for k in range(2, 9):
     for p in list(range(1, 21)) + [27, 32, 33, 49, 64]:
         compare("recexch_allreduce k %d" % k, recexch_allreduce(p, k),
                 instance("recexch_allreduce_k_%d" % k, p, extra=(radix_file,)))
+        bar = [[[(kd, q, ()) for kd, q, b in m] for m in rr] for rr in recexch_allreduce(p, k)]
+        bar = [[[(kd.replace("recv_reduce", "recv"), q, b) for kd, q, b in m] for m in rr] for rr in bar]
+        compare("recexch_barrier k %d" % k, bar, instance("recexch_barrier_k_%d" % k, p, extra=(radix_file,)))
         compare("k_dissemination_barrier k %d" % k, k_dissemination(p, k),
                 instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
-        checked += 2
+        checked += 3
+for bblock in range(1, 9):
+    for p in (1, 2, 3, 5, 8, 9, 16, 17, 33):
+        compare("scattered_alltoall bblock %d" % bblock, scattered(p, bblock),
+                instance("scattered_alltoall_b_%d" % bblock, p, extra=(radix_file,)))
+        checked += 1
 for dims in [(2, 2, 2), (4, 2, 1), (1, 8, 2), (2, 4, 8), (4, 4, 4), (8, 1, 1), (16, 1, 1)]:
     for name, rev in (("swing_allreduce_lat", False), ("swing_reduce_scatter", False), ("swing_allgather", True),
                       ("swing_allreduce_bdw", False)):
