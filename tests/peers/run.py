@@ -28,7 +28,8 @@ the loops are theirs, only MPI calls became tuples):
                                ompi_coll_base_topo_build_tree(2) under the segmented
                                ompi_coll_base_bcast_intra_generic and
                                ompi_coll_base_reduce_generic (segments 1, 2, 3, 8 and fanout
-                               1..8, four roots)
+                               1..8, four roots); in_order_binary_reduce over
+                               ompi_coll_base_topo_build_in_order_bintree
   swing_*                      libswing compute_step_info + get_peer_c + getCoordFromId
                                (port 0, SWING_ALGO_FAMILY_SWING) on the torus shapes of
                                tests/peers/swing_shapes.bine; on one dimension the whole
@@ -626,6 +627,50 @@ def scattered(p, bblock):
     return exp
 
 
+def build_in_order_bintree(p, rank):
+    # ompi_coll_base_topo_build_in_order_bintree: (prev, [next0, next1])
+    size, myrank, parent, delta = p, rank, p - 1, 0
+    prev, nxt = None, []
+    while True:
+        rightsize = size >> 1
+        lchild = rchild = -1
+        if size - 1 > 0:
+            lchild = parent - 1
+            if lchild > 0:
+                rchild = rightsize - 1
+        if myrank == parent:
+            nxt = [c + delta for c in (lchild, rchild) if c >= 0]
+            break
+        if myrank > rchild:
+            if myrank == lchild:
+                prev = parent + delta
+            size = size - rightsize - 1
+            delta += rightsize
+            myrank -= rightsize
+            parent = size - 1
+        else:
+            if myrank == rchild:
+                prev = parent + delta
+            size = rightsize
+            parent = rchild
+    return prev, nxt
+
+
+def in_order_reduce(p, root, segments):
+    # ompi_coll_base_reduce_intra_in_order_binary: the generic reduce to io_root = p - 1, then
+    # (root != p - 1) one message of the whole vector from p - 1 to the root
+    exp = segmented_reduce(p, p - 1, segments, lambda x: build_in_order_bintree(p, x))
+    if root != p - 1 and p > 1:
+        for rank in range(p):
+            m = []
+            if rank == p - 1:
+                m = [("send", root, tuple(range(segments)))]
+            elif rank == root:
+                m = [("recv", p - 1, tuple(range(segments)))]
+            exp[rank].append(m)
+    return exp
+
+
 checked = 0
 for p in list(range(1, 21)) + [32, 33]:
     compare("neighbor_exchange_allgather", neighbor_exchange(p), instance("neighbor_exchange_allgather", p))
@@ -675,7 +720,9 @@ for p in (1, 2, 3, 5, 8, 13, 16, 21, 33):
             compare("chain_reduce fanout 4 segments %d root %d" % (sg, root),
                     segmented_reduce(p, root, sg, lambda x: build_chain(p, root, x, 4)),
                     instance("chain_reduce_s_%d" % sg, p, root, extra=(radix_file,)))
-            checked += 6
+            compare("in_order_binary_reduce segments %d root %d" % (sg, root), in_order_reduce(p, root, sg),
+                    instance("in_order_binary_reduce_s_%d" % sg, p, root, extra=(radix_file,)))
+            checked += 7
         for fo in range(1, 9):
             compare("chain_bcast fanout %d root %d" % (fo, root),
                     segmented_bcast(p, root, 3, lambda x: build_chain(p, root, x, fo)),
