@@ -465,6 +465,70 @@ int cmd_schedule(const Common& c, int64_t p, int64_t root, bool json, bool verif
   return diags.has_errors() ? 1 : 0;
 }
 
+/// `bine-cc schedule --instance NAME:ROOT ...`: one JSON line per instance, in the order
+/// given, from one load of the files (docs/cli.md#schedule): the instance's JSON
+/// (write_schedule_json_line), or {"schedule", "p", "root", "not_applicable": "requires ..."}
+/// for a false `requires`, or {"schedule", "p", "root", "error"} for an instance that failed
+/// (its diagnostics on stderr). Exit 0 when every instance was printed (not applicable ones
+/// included), 1 when the input is bad, a name is unknown or an instance failed, 2 for a
+/// malformed NAME:ROOT.
+int cmd_schedule_instances(const Common& c, int64_t p, const std::vector<std::string>& specs, bool verify_too,
+                           bool commutative) {
+  std::vector<std::pair<std::string, int64_t>> todo;
+  for (const std::string& spec : specs) {
+    const size_t colon = spec.rfind(':');
+    int64_t root = 0;
+    const std::string digits = colon == std::string::npos ? "" : spec.substr(colon + 1);
+    const bool ok = colon != std::string::npos && colon > 0 && !digits.empty() && digits.size() <= 18 &&
+                    std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!ok) {
+      std::cerr << "bine-cc: error: --instance takes NAME:ROOT (e.g. bine_bcast_lat:3), got '" << spec << "'\n";
+      return 2;
+    }
+    root = std::stoll(digits);
+    todo.emplace_back(spec.substr(0, colon), root);
+  }
+  DiagnosticSink diags;
+  Program prog;
+  if (!load(c, prog, diags)) return 1;
+  std::vector<std::string> names;
+  for (const auto& [name, root] : todo) names.push_back(name);
+  (void)selected(prog, names, diags);  // an unknown name is an error at the start
+  if (diags.has_errors()) {
+    print_diags(diags, c.format);
+    return 1;
+  }
+  print_diags(diags, c.format);
+  bool failed = false;
+  for (const auto& [name, root] : todo) {
+    const ScheduleDecl* s = nullptr;
+    for (const ScheduleDecl& d : prog.schedules)
+      if (d.name == name) s = &d;
+    DiagnosticSink one;
+    Schedule sch;
+    std::string unmet;
+    set_activity("building " + name + " at p=" + std::to_string(p) + " root=" + std::to_string(root));
+    const InstStatus st = instantiate(prog, *s, {p, root, commutative || default_commutative(*s)}, sch, one, &unmet);
+    nlohmann::ordered_json j;
+    j["schedule"] = name;
+    j["p"] = p;
+    j["root"] = root;
+    if (st == InstStatus::not_applicable) {
+      j["not_applicable"] = "requires " + unmet;
+    } else if (st != InstStatus::ok || (verify_too && (verify(sch, one), one.has_errors()))) {
+      j["error"] = "the instance failed; its diagnostics are on standard error";
+    } else {
+      write_schedule_json_line(sch, std::cout);
+      print_diags(one, c.format);
+      continue;
+    }
+    std::cout << j.dump() << "\n";
+    print_diags(one, c.format);
+    failed |= j.contains("error");
+  }
+  return failed ? 1 : 0;
+}
+
 /// `bine-cc lower`: the lowered RankProgram of each selected schedule, as text.
 int cmd_lower(const Common& c) {
   DiagnosticSink diags;
@@ -1017,9 +1081,13 @@ int main(int argc, char** argv) {
   CLI::App* sched = app.add_subcommand("schedule", "print one instance: per-round operations of every rank");
   add_common(sched);
   sched->add_option("-p", p, "process count (required; a range of them is --ranks A..B, in check)")->check(CLI::Range(int64_t(1), int64_t(1) << 16));
-  sched->add_option("--root", root, "root rank (rooted collectives)");
+  CLI::Option* sched_root = sched->add_option("--root", root, "root rank (rooted collectives)");
   sched->add_flag("--json", json, "JSON instead of text");
   sched->add_flag("--verify", also_verify, "also verify the instance");
+  std::vector<std::string> sched_instances;
+  sched->add_option("--instance", sched_instances,
+                    "NAME:ROOT, repeatable: print these instances as JSON lines, one per line, from one load of the files")
+      ->excludes(sched_root);
   bool sched_commutative = false;
   sched->add_flag("--commutative", sched_commutative,
                   "instantiate with commutative = true (the checker proves reducing schedules that read it for both values)");
@@ -1228,6 +1296,8 @@ int main(int argc, char** argv) {
     }
     if (drw->parsed()) return cmd_draw(common, dcli);
     if (compile->parsed()) return cmd_compile(common, target, out, verify_ranks, eopt, dispatch_file);
+    if (sched->parsed() && !sched_instances.empty())
+      return cmd_schedule_instances(common, p, sched_instances, also_verify, sched_commutative);
     if (sched->parsed()) return cmd_schedule(common, p, root, json, also_verify, sched_commutative);
     if (trf->parsed()) return cmd_traffic(common, tcli);
     if (cost->parsed()) {

@@ -457,10 +457,10 @@ nlohmann::ordered_json rank_json(const Schedule& s, int64_t r) {
 
 }  // namespace
 
-void write_schedule_json(const Schedule& s, std::ostream& out) {
-  // nlohmann's dump(1) of the whole object, written rank by rank: the document of one rank
-  // at a time (an instance of 2^20 rounds held as one JSON tree took gigabytes), each of
-  // its lines indented by its depth in the object (2: "ranks", then the rank's entry).
+namespace {
+
+/// The keys of an instance's JSON before "ranks" (docs/cli.md#schedule).
+nlohmann::ordered_json schedule_json_head(const Schedule& s) {
   nlohmann::ordered_json j;
   j["schedule"] = s.name;
   j["collective"] = collective_name(s.collective);
@@ -474,7 +474,16 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   j["num_rounds"] = s.num_rounds;
   j["round_labels"] = s.round_labels;
   j["round_segments"] = s.round_segments;
-  std::string head = j.dump(1);  // "{\n ...\n}"
+  return j;
+}
+
+}  // namespace
+
+void write_schedule_json(const Schedule& s, std::ostream& out) {
+  // nlohmann's dump(1) of the whole object, written rank by rank: the document of one rank
+  // at a time (an instance of 2^20 rounds held as one JSON tree took gigabytes), each of
+  // its lines indented by its depth in the object (2: "ranks", then the rank's entry).
+  std::string head = schedule_json_head(s).dump(1);  // "{\n ...\n}"
   head.resize(head.size() - 2);  // without "\n}"
   out << head << ",\n \"ranks\": [";
   for (int64_t r = 0; r < s.p; ++r) {
@@ -486,6 +495,14 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
     }
   }
   out << (s.p > 0 ? "\n ]\n}\n" : "]\n}\n");
+}
+
+void write_schedule_json_line(const Schedule& s, std::ostream& out) {
+  std::string head = schedule_json_head(s).dump();  // "{...}"
+  head.pop_back();
+  out << head << ",\"ranks\":[";
+  for (int64_t r = 0; r < s.p; ++r) out << (r ? "," : "") << rank_json(s, r).dump();
+  out << "]}\n";
 }
 
 std::string schedule_json(const Schedule& s) {

@@ -444,5 +444,8 @@ std::string schedule_json(const Schedule& s);
 /// for instances whose text is larger than the instance.
 void write_schedule_text(const Schedule& s, std::ostream& out);
 void write_schedule_json(const Schedule& s, std::ostream& out);
+/// The JSON of write_schedule_json on one line (no indentation, no newline inside), then
+/// '\n': one line of `schedule --instance`'s JSON lines (docs/cli.md#schedule).
+void write_schedule_json_line(const Schedule& s, std::ostream& out);
 
 }  // namespace bine

@@ -331,6 +331,42 @@ def main():
         print("FAIL check - and check FILE differ")
         failures.append("stdin")
     case("stdin diagnostics are named <stdin>", ["check", "-"], 1, err=r"<stdin>:1:", stdin="schedule x implements {\n")
+    # schedule --instance NAME:ROOT ...: one JSON line per instance, each equal to what
+    # `schedule --schedule NAME --root ROOT --json` prints alone; a false requires is a line
+    # with "not_applicable", a failed instance a line with "error" (exit 1).
+    lib = sorted(os.path.join("dsl/lib", f) for f in os.listdir(os.path.join(src, "dsl/lib")) if f.endswith(".bine"))
+    wanted = [("bine_bcast_lat", 5), ("ring_allreduce", 0), ("pairwise_alltoall_xor", 0), ("bine_reduce_lat", 3),
+              ("rt_allreduce_lat", 0), ("bine_bcast_lat", 0)]
+    got_rc, got_out, got_err = run(bine, ["schedule", *lib, "-p", "6",
+                                          *[a for n, r in wanted for a in ("--instance", f"{n}:{r}")]], src)
+    lines = got_out.splitlines()
+    if got_rc != 0 or len(lines) != len(wanted):
+        failures.append(f"schedule --instance: exit {got_rc}, {len(lines)} lines for {len(wanted)} instances: {got_err}")
+    for (name, root), line in zip(wanted, lines):
+        one_rc, one_out, one_err = run(bine, ["schedule", *lib, "--schedule", name, "-p", "6", "--root", str(root),
+                                              "--json"], src)
+        got = json.loads(line)
+        want = json.loads(one_out) if one_rc == 0 else None
+        if one_rc != 0 and "does not apply" in one_err:
+            want = {"schedule": name, "p": 6, "root": root,
+                    "not_applicable": one_err.split(": requires ", 1)[1].strip()}
+            want["not_applicable"] = "requires " + want["not_applicable"]
+        ok = got == want
+        print(("PASS " if ok else "FAIL ") + f"schedule --instance {name}:{root} at p=6 equals schedule --json")
+        if not ok:
+            failures.append(f"schedule --instance {name}:{root}")
+    if not any("not_applicable" in json.loads(x) for x in lines):
+        failures.append("schedule --instance: the not-applicable case (pairwise_alltoall_xor at p=6) was not exercised")
+    case("schedule --instance: a failed instance is a line with error, exit 1",
+         ["schedule", "dsl/lib/bine_bcast.bine", "-p", "4", "--instance", "bine_bcast_lat:1", "--instance",
+          "bine_bcast_lat:9"], 1, out=r'"root":1,.*\n\{"schedule":"bine_bcast_lat","p":4,"root":9,"error":',
+         err=r"invalid instance: p=4 root=9")
+    case("schedule --instance: an unknown name", ["schedule", "dsl/lib/bine_bcast.bine", "-p", "4", "--instance",
+                                                  "nope:0"], 1, err=r"no schedule named 'nope'")
+    case("schedule --instance: NAME without :ROOT", ["schedule", "dsl/lib/bine_bcast.bine", "-p", "4", "--instance",
+                                                     "bine_bcast_lat"], 2, err=r"--instance takes NAME:ROOT")
+    case("schedule --instance excludes --root", ["schedule", "dsl/lib/bine_bcast.bine", "-p", "4", "--instance",
+                                                 "bine_bcast_lat:1", "--root", "2"], 2, err=r"excludes")
     # commutative = true reproduces what the checker proves for that value: a schedule whose
     # partner order depends on it pairs rank 0 with p/2 first, else with 1.
     comm = ("schedule c implements allreduce {\n  requires is_pow2(p)\n  blocks 1\n  for s in 0 .. log2(p) {\n"

@@ -201,6 +201,33 @@ def expected_rounds(sched, rank, n, elem_bytes=4, segment_override=None, renamed
     return out, alt_rounds
 
 
+def regions_args():
+    """The region layout generated code ran with (BINE_REGIONS, docs/topology.md);
+    unset or "node": mpirun on one host, every rank on one node (one region)."""
+    regions = os.environ.get("BINE_REGIONS", "")
+    return ["--regions", regions] if regions not in ("", "node") else []
+
+
+def prefetch_schedules(cache, bine_cc, libs, p, keys):
+    """Fills `cache` with the verified Schedules of every (name, root) in `keys` at p from
+    one `bine-cc schedule --instance NAME:ROOT ...` call (JSON lines, one load of the
+    library; docs/cli.md#schedule). Instances it could not print are left out, so that
+    load_schedule asks for them alone and reports the failure."""
+    keys = sorted(set(keys) - set(cache))
+    if not keys:
+        return
+    res = subprocess.run([bine_cc, "schedule", *libs, "-p", str(p), *regions_args(),
+                          *[a for name, root in keys for a in ("--instance", f"{name}:{root}")]],
+                         capture_output=True, text=True)
+    for line in res.stdout.splitlines():
+        j = json.loads(line)
+        key = (j["schedule"], j["root"])
+        if "not_applicable" in j:
+            cache[key] = "not applicable"
+        elif "error" not in j:
+            cache[key] = j
+
+
 def load_schedule(cache, bine_cc, libs, name, p, root):
     """The verified Schedule of (name, root) at p from `bine-cc schedule --json`, cached:
     its JSON, "not applicable", or None when bine-cc failed. Returns (schedule, 1 when this
@@ -208,12 +235,8 @@ def load_schedule(cache, bine_cc, libs, name, p, root):
     key = (name, root)
     if key in cache:
         return cache[key], 0
-    # The region layout generated code ran with (BINE_REGIONS, docs/topology.md);
-    # unset or "node": mpirun on one host, every rank on one node (one region).
-    regions = os.environ.get("BINE_REGIONS", "")
-    extra = ["--regions", regions] if regions not in ("", "node") else []
     res = subprocess.run([bine_cc, "schedule", *libs, "--schedule", name, "-p", str(p), "--root", str(root), "--json",
-                          *extra], capture_output=True, text=True)
+                          *regions_args()], capture_output=True, text=True)
     if res.returncode != 0 and "does not apply" in res.stderr:
         cache[key] = "not applicable"
     elif res.returncode != 0:
@@ -234,9 +257,13 @@ def main():
     bine_cc, trace_dir, p, libs = args[0], args[1], int(args[2]), args[3:]
     cache = {}
     failures = checked = renamed_traces = typed_traces = 0
+    traces = []
     for rank in range(p):
         with open(f"{trace_dir}/trace.{rank}.json") as f:
-            records = json.load(f)
+            traces.append(json.load(f))
+    prefetch_schedules(cache, bine_cc, libs, p,
+                       [(rec["function"][len("bcc_"):], rec["root"]) for records in traces for rec in records])
+    for rank, records in enumerate(traces):
         for rec in records:
             name = rec["function"][len("bcc_"):]
             sched, failed = load_schedule(cache, bine_cc, libs, name, p, rec["root"])

@@ -20,7 +20,7 @@ import sys
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
-from validate_traces import element_ranges, load_schedule  # noqa: E402  (the MPI validator's rules)
+from validate_traces import element_ranges, load_schedule, prefetch_schedules  # noqa: E402  (the MPI validator's rules)
 
 
 def tag_of(sched, t):
@@ -48,9 +48,13 @@ def main():
     bine_cc, trace_dir, p, libs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
     cache = {}
     failures = checked = puts = 0
+    traces = []
     for rank in range(p):
         with open(f"{trace_dir}/trace.{rank}.json") as f:
-            records = json.load(f)
+            traces.append(json.load(f))
+    prefetch_schedules(cache, bine_cc, libs, p,
+                       [(rec["function"][len("bcc_"):], rec["root"]) for records in traces for rec in records])
+    for rank, records in enumerate(traces):
         for rec in records:
             name = rec["function"][len("bcc_"):]
             sched, failed = load_schedule(cache, bine_cc, libs, name, p, rec["root"])
