@@ -80,6 +80,15 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
     rep.symmetry_reason = sym.reason;
     rep.symmetry_line = sym.at.valid() ? sym.at.line : 0;
   }
+  // An unrooted program whose ranks run rank 0's rounds shifted (symmetry.h): its
+  // instances are built from rank 0's (and one spot rank's) runs, then verified.
+  TranslationSymmetry tsym;
+  if (!rooted && opt.symmetry) {
+    tsym = translation_symmetry(rp);
+    rep.translation = tsym.proved;
+    rep.translation_reason = tsym.reason;
+    rep.translation_line = tsym.at.valid() ? tsym.at.line : 0;
+  }
   // Whether the symmetry covers the instances with this value of `commutative`: not the
   // non-commutative reducing ones (the reduction order follows the real ranks).
   auto sym_applies = [&](bool commutative) { return sym.proved && !(collective_reduces(s.collective) && !commutative); };
@@ -110,8 +119,11 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
         }
         Schedule sch;
         std::string unmet;
-        const InstanceRequest req{p, root, commutative};
+        InstanceRequest req{p, root, commutative};
+        req.translation = &tsym;
         const InstStatus st = instantiate(rp, req, sch, diags, &unmet);
+        rep.by_translation += st == InstStatus::ok && sch.shifted == Schedule::Shifted::yes;
+        rep.translation_refuted += sch.shifted == Schedule::Shifted::refuted;
         if (st == InstStatus::not_applicable) {
           if (root == 0 && sym_applies(commutative)) none_apply[commutative] = true;
           if (unmet_here.empty()) unmet_here = unmet;
@@ -293,6 +305,9 @@ std::string summary_line(const ScheduleDecl& s, const CheckReport& r, const Chec
     else if (r.symmetric && collective_reduces(s.collective))
       l += " (the root symmetry does not cover non-commutative reductions: their order follows the real ranks)";
   }
+  if (r.translation_refuted)
+    l += "; the translation symmetry's spot rank differed at " + std::to_string(r.translation_refuted) +
+         " instances (built rank by rank instead; a bug of the symmetry analysis, please report)";
   if (collective_reduces(s.collective))
     l += std::string("; order-preserving: ") + (r.order_preserving ? "yes" : "no") +
          "; same bracketing on all ranks: " + (r.same_bracketing ? "yes" : "no");
@@ -345,6 +360,15 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
       if (r.symmetry_line) sj["line"] = r.symmetry_line;
     }
     j["root_symmetry"] = sj;
+  }
+  if (!collective_is_rooted(s.collective) && opt.symmetry) {
+    nlohmann::json tj = {{"proved", r.translation}, {"shifted_instances", r.by_translation}};
+    if (r.translation_refuted) tj["refuted_instances"] = r.translation_refuted;
+    if (!r.translation && !r.translation_reason.empty()) {
+      tj["reason"] = r.translation_reason;
+      if (r.translation_line) tj["line"] = r.translation_line;
+    }
+    j["translation_symmetry"] = tj;
   }
   if (!r.sampled_p.empty()) j["sampled_roots_p"] = {r.sampled_p.front(), r.sampled_p.back()};
   nlohmann::json ex = nlohmann::json::array();

@@ -57,6 +57,15 @@ struct CheckReport {
   bool symmetric = false;
   std::string symmetry_reason;
   int symmetry_line = 0;
+  /// Unrooted collectives (with CheckOptions::symmetry): whether translation_symmetry()
+  /// proved the program, else why not and the source line (0: none); of `instances`, those
+  /// whose ranks after rank 0 were built as rank 0's rounds shifted (instantiate(), with its
+  /// spot rank run as a cross-check), and those where the spot rank differed (every rank
+  /// ran; the proof is wrong: a bug to report). Every instance is verified either way.
+  bool translation = false;
+  std::string translation_reason;
+  int translation_line = 0;
+  int64_t by_translation = 0, translation_refuted = 0;
   /// Rooted collectives: the p above all_roots_up_to, where only roots 0, 1, p/2 and p-1
   /// were checked.
   std::vector<int64_t> sampled_p;

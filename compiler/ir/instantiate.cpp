@@ -5,6 +5,7 @@
 // bine/rounds.hpp, the same code the generated MPI runtime runs; a Recorder sink turns its
 // rounds into the Schedule (docs/architecture.md, "One round pipeline").
 #include "instantiate.h"
+#include "symmetry.h"
 
 #include <algorithm>
 #include <atomic>
@@ -1318,6 +1319,90 @@ InstStatus instantiate(const Program& program, const ScheduleDecl& decl, const I
   return instantiate(rp, req, out, diags, unmet);
 }
 
+int64_t translation_spot_rank(int64_t p) {
+  BINE_ASSERT(p >= 2, "translation_spot_rank() needs p >= 2");
+  return 1 + int64_t((uint64_t(p) * 0x9E3779B97F4A7C15ull >> 17) % uint64_t(p - 1));
+}
+
+namespace {
+
+/// Rank 0's recorded rounds `base` as rank x's under a translation symmetry: peers + x mod
+/// p, block sets (and permutations) rotated by x mod p where `rotate` (B = p, no scratch).
+void shift_rounds(const Recorder& base, int64_t x, int64_t p, bool rotate, Recorder& out,
+                  std::vector<BlockSet::Range>& scratch) {
+  out.start = base.start;
+  out.kinds = base.kinds;
+  out.ops.clear();
+  out.ops.reserve(base.ops.size());
+  auto peer = [&](int64_t q) { return int32_t((q + x) % p); };
+  auto blocks = [&](BlockSetRef b) {
+    if (!rotate || b.empty()) return b;
+    return BlockSetRef(BlockSet::wrap_mapped(b.get(), [&](int64_t j) { return j + x; }, p, scratch));
+  };
+  for (const Op& op : base.ops) {
+    if (const auto* s = std::get_if<SendOp>(&op)) {
+      SendOp o = *s;
+      o.peer = peer(s->peer);
+      o.blocks = blocks(s->blocks);
+      out.ops.push_back(o);
+    } else if (const auto* r = std::get_if<RecvOp>(&op)) {
+      RecvOp o = *r;
+      o.peer = peer(r->peer);
+      o.blocks = blocks(r->blocks);
+      out.ops.push_back(o);
+    } else if (const auto* l = std::get_if<LocalOp>(&op)) {
+      LocalOp o = *l;
+      o.src = blocks(l->src);
+      o.blocks = blocks(l->blocks);
+      out.ops.push_back(o);
+    } else {
+      const auto& pm = std::get<PermuteOp>(op);
+      if (!rotate) {
+        out.ops.push_back(pm);
+        continue;
+      }
+      // Block j + x goes where block j went, plus x.
+      std::vector<int64_t> to(pm.to->size());
+      for (size_t j = 0; j < to.size(); ++j) to[size_t((int64_t(j) + x) % p)] = (pm.to[j] + x) % p;
+      PermuteOp o;
+      o.to = std::move(to);
+      o.blocks = pm.blocks;
+      o.origin = pm.origin;
+      out.ops.push_back(std::move(o));
+    }
+  }
+}
+
+/// Whether two recorded rank rounds are the same ops (peers, block sets, kinds, reduce
+/// flags, permutations, origins), round for round.
+bool same_rounds(const Recorder& a, const Recorder& b) {
+  if (a.start != b.start || a.kinds != b.kinds || a.ops.size() != b.ops.size()) return false;
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    const Op& x = a.ops[i];
+    const Op& y = b.ops[i];
+    if (x.index() != y.index()) return false;
+    if (const auto* s = std::get_if<SendOp>(&x)) {
+      const auto& t = std::get<SendOp>(y);
+      if (s->peer != t.peer || s->blocks != t.blocks || &s->origin.get() != &t.origin.get()) return false;
+    } else if (const auto* r = std::get_if<RecvOp>(&x)) {
+      const auto& t = std::get<RecvOp>(y);
+      if (r->peer != t.peer || r->blocks != t.blocks || r->reduce != t.reduce || &r->origin.get() != &t.origin.get())
+        return false;
+    } else if (const auto* l = std::get_if<LocalOp>(&x)) {
+      const auto& t = std::get<LocalOp>(y);
+      if (l->src != t.src || l->blocks != t.blocks || l->reduce != t.reduce || &l->origin.get() != &t.origin.get())
+        return false;
+    } else {
+      const auto& pm = std::get<PermuteOp>(x);
+      const auto& t = std::get<PermuteOp>(y);
+      if (pm.to.get() != t.to.get() || pm.blocks != t.blocks || &pm.origin.get() != &t.origin.get()) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedule& out, DiagnosticSink& diags,
                        std::string* unmet) {
   (void)take_domain_error();
@@ -1383,6 +1468,8 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
   int64_t first_rank = -1;
   bool applies = true;   ///< the `requires` clauses hold (on the first rank that runs the body)
   std::unique_ptr<RankRun> spare;  ///< a compared rank's run, recycled for the next rank
+  // The translation symmetry holds for the program (no fold: every rank runs the body).
+  const bool shift = req.translation && req.translation->proved && arenas && rp.fold == FoldKind::none;
   // Whether rank x's run agrees with the reference rank's on what must not depend on the
   // rank (block and scratch counts, the round structure, segment sizes); else reports the
   // first disagreement into `d`.
@@ -1550,6 +1637,48 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
         ref_rank = x;
         if (arenas) account_index(cur.rec.kinds.size());
         account_ops(cur.rec);
+        // A proved translation symmetry: the other ranks are rank 0's rounds shifted, once
+        // the spot rank, run on its own, is its shifted rounds too (else every rank runs).
+        if (shift && x == 0 && req.p >= 2) {
+          Recorder base;
+          base.ops = cur.rec.ops;
+          base.start = cur.rec.start;
+          base.kinds = cur.rec.kinds;
+          std::vector<BlockSet::Range> scratch;
+          bool holds = false;
+          {
+            const int64_t xs = translation_spot_rank(req.p);
+            SiteTable spot_sites;
+            DiagnosticSink spot_diags;
+            RankRun spot(rp, fl, spot_sites, xs, req.commutative, spot_diags);
+            spot.account = &account;
+            spot.keep_labels = false;
+            try {
+              Recorder shifted;
+              holds = spot.run() && spot.blocks == cur.blocks && spot.scratch == cur.scratch &&
+                      spot.segments == cur.segments;
+              if (holds) {
+                shift_rounds(base, xs, req.p, req.translation->rotate_blocks, shifted, scratch);
+                holds = same_rounds(shifted, spot.rec);
+              }
+            } catch (const Failure&) {
+              holds = false;
+            }
+            (void)take_domain_error();
+          }
+          if (holds) {
+            if (!arenas->append(0, cur.rec)) return too_many();
+            Recorder rx;
+            for (int64_t y = 1; y < req.p; ++y) {
+              shift_rounds(base, y, req.p, req.translation->rotate_blocks, rx, scratch);
+              account_ops(rx);
+              if (!arenas->append(y, rx)) return too_many();
+            }
+            out.shifted = Schedule::Shifted::yes;
+            break;
+          }
+          out.shifted = Schedule::Shifted::refuted;
+        }
         if (arenas && !arenas->append(x, cur.rec)) return too_many();  // every rank, in order: all run the body
         if (arenas && x + 1 < req.p && req.p >= instance_parallel_min_p() && instance_threads() > 1) {
           const InstStatus st = run_parts(x + 1);

@@ -21,7 +21,17 @@ struct InstanceRequest {
   /// Value of `commutative` seen by the schedule. The verifier passes true only for
   /// schedules that `require` commutativity (docs/verifier.md).
   bool commutative = false;
+  /// A proved translation symmetry of the program (symmetry.h; null or not proved: none):
+  /// rank 0 runs the program, every other rank gets rank 0's rounds shifted (peers + x mod
+  /// p, blocks rotated where it says so), and one rank per p, translation_spot_rank(p), runs
+  /// the program too as a cross-check: where it differs from its shifted rounds, every rank
+  /// runs (the instance is the same either way; docs/verifier.md, "Translation symmetry").
+  const struct TranslationSymmetry* translation = nullptr;
 };
+
+/// The rank that instantiate() runs besides rank 0 when a translation symmetry shifts the
+/// others: in 1..p-1, a function of p only (deterministic), spread over the ranks.
+int64_t translation_spot_rank(int64_t p);
 
 /// Instantiates the lowered program `rp` for `req`: runs it for every rank through the
 /// round pipeline (bine/rounds.hpp) and places the rounds. Errors name the rank, p and root

@@ -339,6 +339,11 @@ struct Schedule {
   /// [rank] true for the ranks a fold sets aside for the body (two-one: the odd virtual
   /// ranks below 2 * extra; `fold 3-2`: the helpers); empty or all false without a fold.
   std::vector<bool> fold_helper;
+  /// How instantiate() built the ranks after rank 0 (InstanceRequest::translation): each
+  /// ran the program (no), or got rank 0's rounds shifted (yes), or a proved translation
+  /// symmetry's spot rank differed from its shifted rounds, so each ran (refuted).
+  enum class Shifted : uint8_t { no, yes, refuted };
+  Shifted shifted = Shifted::no;
   int64_t num_rounds = 0;
   std::vector<std::string> round_labels;      ///< [round] e.g. "phase rs, s = 1"
   /// [round] the `segment` size in force (bytes; 0: messages are not segmented). Messages

@@ -113,10 +113,14 @@ struct NotProved {
   Span at;
 };
 
+/// What run B shifts: the root (root_symmetry(): run B is rank (x + R) mod p with root R)
+/// or the rank alone (translation_symmetry(): rank (x + d) mod p, the same root).
+enum class Shift : uint8_t { root, rank };
+
 class Analysis {
  public:
-  explicit Analysis(const RankProgram& rp)
-      : rp_(rp), blocked_(collective_has_rank_blocks(rp.collective)) {
+  /// `rotate`: block sets must rotate with the shift (B = p); else they must be equal.
+  Analysis(const RankProgram& rp, Shift shift, bool rotate) : rp_(rp), blocked_(rotate), shift_(shift) {
     st_.ints.assign(size_t(rp.num_slots), Val{});
     st_.sets.assign(size_t(rp.num_slots), SRel::bot);
   }
@@ -297,7 +301,9 @@ class Analysis {
         return;
       case StmtKind::frames:
         // Rank x plays node (x - root + frames root) mod P and its peers map back by
-        // + root: a rotation, for packets that are vector blocks.
+        // + root: a rotation, for packets that are vector blocks. Under a rank shift the
+        // frames root stays where it is.
+        if (shift_ == Shift::rank) throw NotProved{"frames (the frames root is a fixed rank)", s.span};
         if (blocked_) throw NotProved{"frames with rank-indexed blocks", s.span};
         return;
       case StmtKind::mirror: return;  // replays recorded rounds: a rotation of a rotation
@@ -318,8 +324,13 @@ class Analysis {
         switch (e.ref) {
           case NameKind::p: return Val{EQ, Itv::of(1, kMaxRanks)};
           case NameKind::commutative: return Val{EQ, Itv::boolean()};
-          case NameKind::r: return Val{Rel::shifted(false, true), Itv::of(0, kMaxRanks - 1)};    // (x + R) mod p
-          case NameKind::root: return Val{Rel::shifted(true, true), Itv::of(0, kMaxRanks - 1)};  // 0 + R
+          // Root shift: r is (x + R) mod p, root 0 + R (the exact shift). Rank shift: the
+          // shift of this pair of runs is D = r_B - r_A (d or d - p, congruent to d modulo
+          // p), so r is exactly shifted and root (0 in both: an unrooted collective) equal.
+          case NameKind::r: return Val{Rel::shifted(shift_ == Shift::rank, true), Itv::of(0, kMaxRanks - 1)};
+          case NameKind::root:
+            if (shift_ == Shift::rank) return Val{EQ, Itv::of(0, 0)};
+            return Val{Rel::shifted(true, true), Itv::of(0, kMaxRanks - 1)};
           case NameKind::slot: return st_.ints[size_t(e.slot)];
           case NameKind::fn_param: return frame_at(e.slot);
           case NameKind::unresolved: break;
@@ -651,6 +662,7 @@ class Analysis {
   static constexpr int kWidenAfter = 2;  ///< loop passes with exact ranges before widening
   const RankProgram& rp_;
   bool blocked_;
+  Shift shift_;
   State st_;
   std::vector<size_t> frame_base_;
   size_t work_ = 0;
@@ -678,12 +690,62 @@ RootSymmetry root_symmetry(const RankProgram& rp) {
     return out;
   }
   try {
-    Analysis(rp).run();
+    Analysis(rp, Shift::root, out.rank_blocks).run();
     out.proved = true;
   } catch (const NotProved& n) {
     out.reason = n.why;
     out.at = n.at;
   }
+  return out;
+}
+
+namespace {
+
+/// The root analysis' reason in the words of a rank shift.
+std::string rank_words(std::string why) {
+  static const std::pair<const char*, const char*> kWords[] = {
+      {"the root-0 peer shifted by the root", "rank 0's peer shifted by the rank"},
+      {"root-dependent", "rank-dependent"},
+      {"on the root", "on the rank"},
+      {"with the root", "with the rank"},
+  };
+  for (const auto& [from, to] : kWords)
+    for (size_t at = why.find(from); at != std::string::npos; at = why.find(from, at + std::string(to).size()))
+      why.replace(at, std::string(from).size(), to);
+  return why;
+}
+
+}  // namespace
+
+TranslationSymmetry translation_symmetry(const RankProgram& rp) {
+  TranslationSymmetry out;
+  if (collective_is_rooted(rp.collective)) {
+    out.reason = "a rooted collective (the root is a fixed rank)";
+    return out;
+  }
+  if (rp.fold != FoldKind::none) {
+    out.reason = "a fold (it sets fixed ranks aside)";
+    out.at = rp.fold_span;
+    return out;
+  }
+  // Rank-indexed blocks rotate with the ranks; vector blocks rotate where B is p and the
+  // program proves so (ring allreduce: rank r's part is block r), else stay.
+  const bool rank_blocks = collective_has_rank_blocks(rp.collective);
+  const bool b_is_p = rp.blocks && rp.blocks->kind == ExprKind::name && rp.blocks->ref == NameKind::p && !rp.scratch;
+  NotProved first{"", Span{}};
+  for (const bool rotate : {true, false}) {
+    if (rotate != rank_blocks && (rank_blocks || !b_is_p)) continue;
+    try {
+      Analysis(rp, Shift::rank, rotate).run();
+      out.proved = true;
+      out.rotate_blocks = rotate;
+      return out;
+    } catch (const NotProved& n) {
+      if (first.why.empty()) first = n;
+    }
+  }
+  out.reason = rank_words(first.why);
+  out.at = first.at;
   return out;
 }
 

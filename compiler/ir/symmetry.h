@@ -48,4 +48,30 @@ struct RootSymmetry {
 /// compares instances (rotation_mismatch()).
 RootSymmetry root_symmetry(const RankProgram& rp);
 
+/// The result of translation_symmetry().
+struct TranslationSymmetry {
+  bool proved = false;
+  /// Block sets rotate with the ranks (rank-indexed blocks, or vector blocks with B = p
+  /// that the program indexes by rank, as the ring allreduce does); else they are equal.
+  bool rotate_blocks = false;
+  std::string reason;  ///< why not proved ("" when proved)
+  Span at;             ///< the construct (invalid when there is none)
+};
+
+/// Proves, for every p, every shift d in 0..p-1 and both values of `commutative`, that
+/// rank (x + d) mod p runs the program as rank x does, relabelled: the same control flow
+/// (`requires` outcome, domain errors, loop and step counts, rounds), peers shifted by d
+/// modulo p, and block sets equal or (rotate_blocks, B = p) rotated by d modulo p. So an
+/// instance is rank 0's rounds shifted to every rank (issue 47, item 3; docs/verifier.md,
+/// "Translation symmetry"). The analysis of root_symmetry() with `r` shifted and `root`
+/// equal (0: unrooted collectives only), where the shift of one pair of runs is the
+/// constant r_B - r_A, so `r` is exactly shifted: `wrap [r, r + k)` rotates. Not proved:
+/// rooted collectives, folds (they set fixed ranks aside), frames, sub-groups, region
+/// built-ins of `r`, rank-dependent `+ - *` that may wrap around 2^64.
+///
+/// With rotated rank-indexed blocks the relabelled instance pairs a message's k-th sent
+/// block with its k-th received block only where pairing_for_every_root() (rotation.h)
+/// holds for the instance. Sound, not complete.
+TranslationSymmetry translation_symmetry(const RankProgram& rp);
+
 }  // namespace bine
