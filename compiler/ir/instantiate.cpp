@@ -1328,16 +1328,26 @@ namespace {
 
 /// Rank 0's recorded rounds `base` as rank x's under a translation symmetry: peers + x mod
 /// p, block sets (and permutations) rotated by x mod p where `rotate` (B = p, no scratch).
+/// `rot1` (x = 1 only): a memo of each interned set's rotation by one, indexed by its id,
+/// so that building rank y + 1 from rank y rotates each distinct set of the instance once
+/// (a ring's p singletons) instead of interning every rank's sets anew.
 void shift_rounds(const Recorder& base, int64_t x, int64_t p, bool rotate, Recorder& out,
-                  std::vector<BlockSet::Range>& scratch) {
+                  std::vector<BlockSet::Range>& scratch, std::vector<BlockSetRef>* rot1 = nullptr) {
   out.start = base.start;
   out.kinds = base.kinds;
   out.ops.clear();
   out.ops.reserve(base.ops.size());
   auto peer = [&](int64_t q) { return int32_t((q + x) % p); };
+  auto rotated = [&](BlockSetRef b) {
+    return BlockSetRef(BlockSet::wrap_mapped(b.get(), [&](int64_t j) { return j + x; }, p, scratch));
+  };
   auto blocks = [&](BlockSetRef b) {
     if (!rotate || b.empty()) return b;
-    return BlockSetRef(BlockSet::wrap_mapped(b.get(), [&](int64_t j) { return j + x; }, p, scratch));
+    if (!rot1) return rotated(b);
+    if (b.id() >= rot1->size()) rot1->resize(std::max<size_t>(2 * rot1->size(), b.id() + 1));
+    BlockSetRef& m = (*rot1)[b.id()];
+    if (m.empty()) m = rotated(b);  // the empty set is never a rotation of a non-empty one
+    return m;
   };
   for (const Op& op : base.ops) {
     if (const auto* s = std::get_if<SendOp>(&op)) {
@@ -1668,9 +1678,12 @@ InstStatus instantiate(const RankProgram& rp, const InstanceRequest& req, Schedu
           }
           if (holds) {
             if (!arenas->append(0, cur.rec)) return too_many();
+            // Rank y + 1 is rank y shifted by one.
             Recorder rx;
+            std::vector<BlockSetRef> rot1;
             for (int64_t y = 1; y < req.p; ++y) {
-              shift_rounds(base, y, req.p, req.translation->rotate_blocks, rx, scratch);
+              shift_rounds(base, 1, req.p, req.translation->rotate_blocks, rx, scratch, &rot1);
+              if (y + 1 < req.p) base.ops = rx.ops;
               account_ops(rx);
               if (!arenas->append(y, rx)) return too_many();
             }
