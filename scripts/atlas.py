@@ -44,6 +44,7 @@ CODES = {
         "swing_allreduce_bdw": "SB",
         "recexch_allreduce": "RX",
         "linear_allreduce": "Li",
+        "bucket_allreduce": "Bu",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",
@@ -66,12 +67,14 @@ CODES = {
         "sparbit_allgather": "Sp",
         "neighbor_exchange_allgather": "NE",
         "swing_allgather": "Sw",
+        "bucket_allgather": "Bu",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",
         "pairwise_reduce_scatter": "PW",
         "bine_reduce_scatter": "Bi",
         "ring_reduce_scatter": "Ri",
+        "bucket_reduce_scatter": "Bu",
         "swing_reduce_scatter": "Sw",
     },
 }

@@ -34,6 +34,11 @@ the loops are theirs, only MPI calls became tuples):
                                (port 0, SWING_ALGO_FAMILY_SWING) on the torus shapes of
                                tests/peers/swing_shapes.bine; on one dimension the whole
                                instance equals the Bine butterfly schedule's
+  bucket_*                     the Bucket algorithm (Barnett et al. 1993; Jain and Sabharwal
+                               2010): a ring per torus dimension, each passing the buckets of
+                               blocks named by their coordinates, on the shapes of
+                               tests/peers/bucket_shapes.bine; on one dimension the ring
+                               reduce-scatter's and ring allgather's messages
 
 Each expected message is (kind, peer, blocks): kind "send" / "recv" / "recv_reduce", blocks a
 tuple of block indices in the message's order. Data flow is the verifier's business; this
@@ -47,6 +52,7 @@ BINE_CC, SRC = sys.argv[1], sys.argv[2]
 import glob
 LIB = sorted(glob.glob(SRC + "/dsl/lib/*.bine"))
 SHAPES = SRC + "/tests/peers/swing_shapes.bine"
+BUCKET_SHAPES = SRC + "/tests/peers/bucket_shapes.bine"
 failures = 0
 
 
@@ -291,6 +297,52 @@ def swing_check(name, dims, reverse=False):
                 print("FAIL %s %s rank %d round %d: peers %s, libswing's peer %d" % (name, dims, x, t, [m[1] for m in msgs], q))
                 failures += 1
                 return
+
+
+def bucket(dims, kind):
+    """The Bucket algorithm on a D0 x D1 x D2 torus, c0 slowest. A bucket of dimension e seen
+    from rank x is the set of blocks whose coordinates before e are x's and whose coordinate e
+    is v (blocks named by coordinates, enumerated: no range arithmetic). Reduce-scatter:
+    dimensions 0, 1, 2; in ring step k a rank sends bucket c - 1 - k to its + neighbour and
+    reduces bucket c - 2 - k from its - neighbour, so that it ends with bucket c summed over
+    the ring. Allgather: dimensions 2, 1, 0; step k sends bucket c - k (the one it got in
+    step k - 1, its own first) and receives bucket c - k - 1."""
+    p = dims[0] * dims[1] * dims[2]
+
+    def coords(x):
+        return (x // (dims[1] * dims[2]), (x // dims[2]) % dims[1], x % dims[2])
+
+    def rank_of(c):
+        return (c[0] * dims[1] + c[1]) * dims[2] + c[2]
+
+    def neighbour(x, e, k):
+        c = list(coords(x))
+        c[e] = (c[e] + k) % dims[e]
+        return rank_of(c)
+
+    def bucket_of(x, e, v):
+        cx = coords(x)
+        return tuple(b for b in range(p) if coords(b)[:e] == cx[:e] and coords(b)[e] == v % dims[e])
+
+    def rs(x):
+        rounds = []
+        for e in range(3):
+            c = coords(x)[e]
+            for k in range(dims[e] - 1):
+                rounds.append([("send", neighbour(x, e, 1), bucket_of(x, e, c - 1 - k)),
+                               ("recv_reduce", neighbour(x, e, -1), bucket_of(x, e, c - 2 - k))])
+        return rounds
+
+    def ag(x):
+        rounds = []
+        for e in (2, 1, 0):
+            c = coords(x)[e]
+            for k in range(dims[e] - 1):
+                rounds.append([("send", neighbour(x, e, 1), bucket_of(x, e, c - k)),
+                               ("recv", neighbour(x, e, -1), bucket_of(x, e, c - k - 1))])
+        return rounds
+
+    return [(rs(x) if kind != "allgather" else []) + (ag(x) if kind != "reduce_scatter" else []) for x in range(p)]
 
 
 def recexch_neighbors(rank, nranks, k):
@@ -761,5 +813,21 @@ for name, bine in (("swing_allreduce_lat", "bine_allreduce_lat"), ("swing_reduce
         if a != b:
             print("FAIL %s on %dx1x1: not the instance of %s" % (name, d, bine))
             failures += 1
+for dims in [(2, 3, 4), (4, 3, 2), (1, 8, 2), (3, 1, 5), (5, 3, 1), (1, 1, 7), (7, 1, 1), (2, 2, 2), (4, 4, 4), (1, 4, 1)]:
+    p = dims[0] * dims[1] * dims[2]
+    for kind in ("reduce_scatter", "allgather", "allreduce"):
+        compare("bucket_%s %dx%dx%d" % ((kind,) + dims), bucket(dims, kind),
+                instance("bucket_%s_%dx%dx%d" % ((kind,) + dims), p, extra=(BUCKET_SHAPES,)))
+        checked += 1
+# The default shape (the most nearly cubic), and one dimension: the ring reduce-scatter and allgather.
+for p, dims in ((8, (2, 2, 2)), (12, (3, 2, 2)), (16, (4, 2, 2)), (7, (7, 1, 1)), (30, (5, 3, 2)), (64, (4, 4, 4)),
+                (96, (6, 4, 4))):
+    for kind in ("reduce_scatter", "allgather", "allreduce"):
+        compare("bucket_%s default shape at p=%d" % (kind, p), bucket(dims, kind), instance("bucket_" + kind, p))
+        checked += 1
+for p in (2, 5, 7, 11):
+    compare("bucket_reduce_scatter on %dx1x1" % p, ring_reduce_scatter(p), instance("bucket_reduce_scatter", p))
+    compare("bucket_allgather on %dx1x1" % p, ring_allgather(p), instance("bucket_allgather", p))
+    checked += 2
 print("peers: %d instances compared with the peers' code, %d failures" % (checked, failures))
 sys.exit(1 if failures else 0)
