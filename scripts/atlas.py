@@ -68,6 +68,7 @@ CODES = {
         "neighbor_exchange_allgather": "NE",
         "swing_allgather": "Sw",
         "bucket_allgather": "Bu",
+        "k_bruck_allgather": "KB",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",

@@ -21,6 +21,8 @@ the loops are theirs, only MPI calls became tuples):
                                count 0; k = 2..8)
   k_dissemination_barrier      MPICH MPIR_Barrier_intra_k_dissemination (k = 2..8)
   scattered_alltoall           MPICH MPIR_Alltoall_intra_scattered (bblock 1..8)
+  k_bruck_allgather            MPICH MPIR_Allgather_intra_k_brucks (k = 2..8; blocks as the
+                               peer's tmp_recvbuf offsets); at k = 2 bruck_allgather's instance
   dsl/lib/openmpi_linear.bine  ompi_coll_base_{bcast,gather,scatter,reduce}_intra_basic_linear,
                                ompi_coll_base_barrier_intra_{basic_linear,doublering,tree},
                                ompi_coll_base_{scan,exscan}_intra_linear (every root sampled)
@@ -343,6 +345,40 @@ def bucket(dims, kind):
         return rounds
 
     return [(rs(x) if kind != "allgather" else []) + (ag(x) if kind != "reduce_scatter" else []) for x in range(p)]
+
+
+def k_brucks(p, k):
+    # MPIR_Allgather_intra_k_brucks, blocks as tmp_recvbuf positions (the schedule's JSON names
+    # a message's blocks by their place in the buffer, which the rotation made the peer's
+    # tmp_recvbuf: position t holds rank (rank + t)'s block); the
+    # first and last rounds are the local rotations (MPICH's copy to the top of tmp_recvbuf and
+    # its two copies back), without messages
+    nphases, mx = 0, p - 1
+    while mx:
+        nphases += 1
+        mx //= k
+    p_of_k = k ** nphases == p
+    exp = []
+    for rank in range(p):
+        rounds, delta = [[]], 1
+        for i in range(nphases):
+            msgs = []
+            for j in range(1, k):
+                if delta * j >= p:
+                    break
+                dst, src = (p + (rank - delta * j)) % p, (rank + delta * j) % p
+                if i == nphases - 1 and not p_of_k:
+                    count = delta
+                    left = p - delta * j
+                    count = left if j == k - 1 else min(count, left)
+                else:
+                    count = delta
+                msgs.append(("recv", src, tuple(range(j * delta, j * delta + count))))
+                msgs.append(("send", dst, tuple(range(count))))
+            rounds.append(msgs)
+            delta *= k
+        exp.append(rounds + [[]])
+    return exp
 
 
 def recexch_neighbors(rank, nranks, k):
@@ -793,6 +829,18 @@ for k in range(2, 9):
         compare("k_dissemination_barrier k %d" % k, k_dissemination(p, k),
                 instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
         checked += 3
+for k in range(2, 9):
+    for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
+        compare("k_bruck_allgather k %d" % k, k_brucks(p, k),
+                instance("k_bruck_allgather_k_%d" % k, p, extra=(radix_file,)))
+        checked += 1
+for p in (1, 2, 3, 5, 8, 13, 33):
+    def by_kind(inst):  # per round, the sends and then the receives (their order within a kind kept)
+        return [[sorted(rr, key=lambda m: m[0] != "send") for rr in x] for x in got(inst)]
+    if by_kind(instance("k_bruck_allgather", p)) != by_kind(instance("bruck_allgather", p)):
+        print("FAIL k_bruck_allgather at k = 2, p=%d: not bruck_allgather's instance" % p)
+        failures += 1
+    checked += 1
 for bblock in range(1, 9):
     for p in (1, 2, 3, 5, 8, 9, 16, 17, 33):
         compare("scattered_alltoall bblock %d" % bblock, scattered(p, bblock),
