@@ -434,10 +434,14 @@ class RankRun {
       } else {
         use_blocks_[k] = caller_blocks;
         if (u.blocks) {
+          // Fewer blocks than the caller: each is caller_blocks / b consecutive caller blocks
+          // (GroupKind::whole; docs/language.md, "Composition").
           const int64_t b = eval_int(*u.blocks, u.blocks->span);
-          if (b != caller_blocks)
+          if (b < 1 || caller_blocks % b != 0)
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
-                                " blocks, but " + (top ? "this schedule has " : "its caller has ") + std::to_string(caller_blocks));
+                                " blocks, but " + (top ? "this schedule has " : "its caller has ") + std::to_string(caller_blocks) +
+                                ", not a multiple of " + std::to_string(b));
+          use_blocks_[k] = b;
         }
       }
       if (u.scratch) {
@@ -637,6 +641,19 @@ class RankRun {
           p_ = use_p_[k], r_ = use_r_[k], root_ = use_root_[k], blocks = use_blocks_[k];
           exec_block(s.body);
           p_ = saved_p, r_ = saved_r, root_ = saved_root, blocks = saved_blocks;
+          pipe_.end_group();
+        } else if (rp_.uses[size_t(s.use)].blocks) {
+          // Its own block count (check_uses()): fewer than the caller's are rescaled on the
+          // caller's ranks, as generated code does (the same count maps nothing).
+          const size_t k = size_t(s.use);
+          std::string err;
+          if (!pipe_.begin_group(GroupKind::whole, BlockSet::all(blocks), use_blocks_[k], false, err))
+            fail(s.c ? s.c->span : s.span, "phase '" + s.name + "' uses schedule '" + rp_.uses[k].schedule->name + "' with " +
+                                               std::to_string(use_blocks_[k]) + " blocks: " + err);
+          const int64_t saved_blocks = blocks;
+          blocks = use_blocks_[k];
+          exec_block(s.body);
+          blocks = saved_blocks;
           pipe_.end_group();
         } else {
           exec_block(s.body);

@@ -223,7 +223,7 @@ class Printer {
         os_ << "    on " << group_kind_name(u.group) << ": p, r and blocks are the group's (size, index, the used schedule's blocks)\n";
       for (const Binding& b : u.params) binding(b, "    ");
       for (const ExprPtr& e : u.requires_) os_ << "    check requires " << expr(*e) << "\n";
-      if (u.blocks) os_ << "    check blocks " << expr(*u.blocks) << " == B\n";
+      if (u.blocks) os_ << "    check blocks " << expr(*u.blocks) << " divides B (fewer: rescaled)\n";
       if (u.scratch) os_ << "    check scratch " << expr(*u.scratch) << " <= the caller's\n";
       if (u.segment) os_ << "    segment " << expr(*u.segment) << "\n";
     }

@@ -39,7 +39,7 @@ struct InlinedUse {
   int fn_base = 0, fn_count = 0;  ///< its local fns: RankProgram::fns[fn_base, fn_base + fn_count)
   std::vector<Binding> params;
   std::vector<ExprPtr> requires_;  ///< each must hold (else an error: the caller is wrong, not inapplicable)
-  ExprPtr blocks;    ///< must equal the caller's block count (on a sub-group: divide the window); null: not declared
+  ExprPtr blocks;    ///< must divide the caller's block count (fewer are rescaled: GroupKind::whole; on a sub-group: divide the window); null: not declared
   ExprPtr scratch;   ///< at most the caller's scratch count; null: not declared
   ExprPtr segment;   ///< in force inside (bytes, >= 0); null: the caller's
 };

@@ -143,6 +143,12 @@ class Analysis {
       for (const Binding& b : u.params) st_.ints[size_t(b.slot)] = value(*b.value);
       for (const ExprPtr& e : u.requires_) need_eq(*e, "the composed schedule's requirement");
       if (u.blocks) need_eq(*u.blocks, "the composed schedule's block count");
+      // Fewer blocks than the caller's are rescaled (each b-th of the caller's blocks): a
+      // rotation of rank-indexed blocks commutes with that only for b = p (nothing to map)
+      // and b = 1 (its one block is every block).
+      if (blocked_ && u.blocks && !(u.blocks->kind == ExprKind::name && u.blocks->ref == NameKind::p) &&
+          !(u.blocks->kind == ExprKind::integer && u.blocks->value == 1))
+        throw NotProved{"a composed schedule whose block count may differ from p (its blocks would be rescaled)", u.blocks->span};
       if (u.scratch) need_eq(*u.scratch, "the composed schedule's scratch buffer count");
       if (u.segment) need_eq(*u.segment, "the composed schedule's segment size");
     }

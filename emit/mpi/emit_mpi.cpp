@@ -533,8 +533,8 @@ class Emitter {
         *out_ << in << "if (B < 1) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " has a block count below 1") << ");\n";
       else if (u.blocks)
-        *out_ << in << "if ((" << expr(*u.blocks) << ") != B) return cx.fail(MPI_ERR_OTHER, "
-              << c_string("composed schedule " + t.name + " has another block count") << ");\n";
+        *out_ << in << "if (const int64_t bine_b = " << expr(*u.blocks) << "; bine_b < 1 || B % bine_b != 0) return cx.fail(MPI_ERR_OTHER, "
+              << c_string("composed schedule " + t.name + " has a block count that does not divide this schedule's") << ");\n";
       if (u.scratch)
         *out_ << in << "if ((" << expr(*u.scratch) << ") > bine_scratch) return cx.fail(MPI_ERR_OTHER, "
               << c_string("composed schedule " + t.name + " needs more scratch buffers") << ");\n";
@@ -797,6 +797,17 @@ class Emitter {
         } else {
           use_params(u, in);
           use_fns(u, in);
+          if (u.blocks) {
+            // Its own block count: fewer than the caller's are rescaled (GroupKind::whole: each of
+            // its blocks B / b consecutive caller blocks; the same count maps nothing).
+            o << in << "const int64_t bine_inner_B = " << expr(*u.blocks) << ", bine_outer_B = B;  // the blocks of " << t.name
+              << ", the caller's\n";
+            o << in << "{\n";
+            in += "  ";
+            o << in << "const int64_t B = bine_inner_B;\n" << in << "(void)B;\n";
+            o << in << "if ((rc = cx.begin_group(bine::GroupKind::whole, bine::BlockSet::all(bine_outer_B), B, /*rooted=*/false)) != "
+                       "MPI_SUCCESS) return rc;\n";
+          }
         }
         if (u.segment) {
           o << in << "const int64_t bine_outer_segment = cx.segment();\n";
@@ -805,7 +816,7 @@ class Emitter {
         }
         block(s.body, in);
         if (u.segment) o << in << "cx.set_segment(bine_outer_segment);\n";
-        if (u.group != GroupKind::none) o << in << "cx.end_group();\n" << ind << "  }\n";
+        if (u.group != GroupKind::none || u.blocks) o << in << "cx.end_group();\n" << ind << "  }\n";
         o << ind << "}\n";
         o << ind << "cx.end_phase(" << s.phase_id << ");\n";
         return;

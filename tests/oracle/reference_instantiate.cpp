@@ -96,7 +96,8 @@ struct GroupMap {
   bool idle = false;  ///< an across group without the root, for a schedule with a root
   std::vector<int64_t> members;
   int64_t index = 0, lo = 0, k = 1, inner = 1, outer = 1;
-  int64_t peer(int64_t w) const { return on ? members[size_t(mod(w, int64_t(members.size())))] : w; }
+  bool identity = false;  ///< a composed schedule with fewer blocks than its caller: the caller's ranks
+  int64_t peer(int64_t w) const { return on && !identity ? members[size_t(mod(w, int64_t(members.size())))] : w; }
   BlockSet blocks(const BlockSet& s) const {
     if (!on) return s;
     std::vector<int64_t> out;
@@ -406,10 +407,25 @@ class RankRun {
           gm.on = true;
           blocks = gm.inner;
         } else if (t.blocks) {
+          // Fewer blocks than the caller: each of them is blocks / b consecutive caller blocks,
+          // on the caller's ranks (a window of every block).
           const int64_t b = eval_int(*t.blocks, t.blocks->span);
-          if (b != blocks)
+          if (b < 1 || blocks % b != 0)
             fail(s.c->span, "phase '" + s.name + "' uses schedule '" + t.name + "' with " + std::to_string(b) +
-                                " blocks, but this schedule has " + std::to_string(blocks));
+                                " blocks, but this schedule has " + std::to_string(blocks) + ", not a multiple of " + std::to_string(b));
+          gm = gm_;
+          if (b != blocks) {
+            if (gm.on) {  // inside a sub-group or another rescaled schedule: each of its blocks is blocks / b of those
+              gm.k *= blocks / b;
+            } else {
+              gm.on = gm.identity = true;
+              gm.outer = blocks, gm.lo = 0, gm.k = blocks / b;
+            }
+            gm.inner = b;
+            blocks = b;
+          }
+        } else {
+          gm = gm_;
         }
         if (t.scratch) {
           const int64_t k = eval_int(*t.scratch, t.scratch->span);

@@ -28,10 +28,13 @@ enum class FoldKind { none, two_one, three_two, ring };
 /// docs/language.md, "Composition on sub-groups"): none (the caller's ranks), the ranks of
 /// the caller's region (a node; its own index is local_rank(r)), or the ranks with the
 /// caller's local index, one per region (its own index is region(r)). Groups are built from
-/// the region layout (docs/topology.md, "Regions in schedules").
-enum class GroupKind { none, region, across };
+/// the region layout (docs/topology.md, "Regions in schedules"). `whole`: the caller's own
+/// ranks, only its blocks rescaled: a composed schedule that declares fewer blocks than its
+/// caller (`phase b = linear_bcast` with `blocks 1` in a `blocks p` allgather), each of its
+/// blocks B / b consecutive caller blocks (docs/language.md, "Composition").
+enum class GroupKind { none, region, across, whole };
 inline const char* group_kind_name(GroupKind g) {
-  return g == GroupKind::region ? "region" : g == GroupKind::across ? "across" : "none";
+  return g == GroupKind::region ? "region" : g == GroupKind::across ? "across" : g == GroupKind::whole ? "whole" : "none";
 }
 
 /// The condition `fold ring R` puts on p, as `check`, the header's `_requires` and the

@@ -202,6 +202,7 @@ class RoundPipeline {
     first_sent_ = first_kept_ = BlockSet();
     fused_ = false;
     group_.on = false;
+    group_depth_ = 0;
   }
   const FoldLayout& layout() const { return lay_; }
   /// Process count, rank and root the body sees (virtual under a fold).
@@ -284,8 +285,40 @@ class RoundPipeline {
   /// [lo + j k, lo + (j + 1) k), and block j of scratch buffer i is the same blocks of that
   /// buffer). An idle group's statements add no operation (its rounds stay, empty). False,
   /// with `err` set, for a bad window, nested groups or unequal regions.
+  ///
+  /// `GroupKind::whole` (a composed schedule declaring `inner_blocks` blocks on the caller's
+  /// own ranks; `window` is every block of the caller's scope): each of its blocks is
+  /// scope_blocks() / inner_blocks consecutive blocks of the scope, composed with the map in
+  /// force (a rescaled schedule inside another, or inside a phase on a sub-group); nothing
+  /// changes when `inner_blocks` is the scope's count. A phase on a sub-group cannot open
+  /// inside another one or inside a rescaled schedule. end_group() restores the map before.
   bool begin_group(GroupKind kind, const BlockSet& window, int64_t inner_blocks, bool rooted, std::string& err) {
-    if (group_.on) return err = "a phase on a sub-group cannot run inside another one", false;
+    if (group_depth_ >= kMaxGroupDepth) return err = "composed schedules nest too deep", false;
+    const Saved before{group_.on, group_.identity, group_.idle, group_.lo, group_.k, group_.inner};
+    if (kind == GroupKind::whole) {
+      const int64_t scope = scope_blocks();
+      if (inner_blocks < 1 || scope % inner_blocks != 0)
+        return err = "the caller's " + std::to_string(scope) + " blocks are not a multiple of the composed schedule's " +
+                     std::to_string(inner_blocks) + " blocks", false;
+      if (inner_blocks != scope) {
+        if (group_.on) {  // the scope's blocks are k group blocks each already
+          group_.k *= scope / inner_blocks;
+        } else {
+          group_.on = group_.identity = true;
+          group_.idle = false;
+          group_.index = vrank_;
+          group_.lo = 0;
+          group_.k = scope / inner_blocks;
+        }
+        group_.inner = inner_blocks;
+      }
+      saved_[size_t(group_depth_++)] = before;
+      return true;
+    }
+    if (group_.on)
+      return err = group_.identity ? "a phase on a sub-group cannot run inside a composed schedule whose blocks are rescaled"
+                                   : "a phase on a sub-group cannot run inside another one",
+             false;
     GroupInfo g;
     if (!group_of(kind, vrank_, root(), rooted, g, err)) return false;
     const auto& rg = window.ranges();
@@ -296,22 +329,30 @@ class RoundPipeline {
       return err = "the window's " + std::to_string(len) + " blocks are not a multiple of the composed schedule's " +
                    std::to_string(inner_blocks) + " blocks", false;
     group_.on = true;
+    group_.identity = false;
     group_.idle = !g.active;
     group_.members = std::move(g.members);
     group_.index = g.index;
     group_.lo = rg[0].first;
     group_.k = len / inner_blocks;
     group_.inner = inner_blocks;
+    saved_[size_t(group_depth_++)] = before;
     return true;
   }
-  void end_group() { group_.on = false; }
+  /// Closes the innermost begin_group(): the map before it is in force again.
+  void end_group() {
+    if (group_depth_ == 0) return;
+    const Saved& v = saved_[size_t(--group_depth_)];
+    group_.on = v.on, group_.identity = v.identity, group_.idle = v.idle;
+    group_.lo = v.lo, group_.k = v.k, group_.inner = v.inner;
+  }
   bool in_group() const { return group_.on; }
   /// Blocks per buffer that the statements being run index: the group's inside a composed
   /// phase on a sub-group, else the body's.
   int64_t scope_blocks() const { return group_.on ? group_.inner : body_blocks_; }
   /// Group index -> body rank (taken modulo the group's size, like every rank).
   int64_t group_peer(int64_t w) const {
-    return group_.on ? group_.members[size_t(mod(w, int64_t(group_.members.size())))] : w;
+    return group_.on && !group_.identity ? group_.members[size_t(mod(w, int64_t(group_.members.size())))] : w;
   }
   /// Group blocks -> body blocks (see begin_group()).
   BlockSet group_blocks(const BlockSet& in) const {
@@ -657,8 +698,18 @@ class RoundPipeline {
     int64_t index = 0;             ///< this rank's group index
     int64_t lo = 0, k = 1;         ///< window start; caller blocks per group block
     int64_t inner = 1;             ///< the group's blocks per buffer
+    bool identity = false;         ///< GroupKind::whole: the caller's ranks (members unused)
   };
   Group group_;
+  /// The map before each open begin_group() (its members are never replaced by a nested
+  /// one: a sub-group does not open inside a group).
+  struct Saved {
+    bool on, identity, idle;
+    int64_t lo, k, inner;
+  };
+  static constexpr int kMaxGroupDepth = 32;
+  Saved saved_[kMaxGroupDepth] = {};
+  int group_depth_ = 0;  ///< begin_group() levels open
   FoldLayout lay_;
   int64_t rank_ = 0, vrank_ = 0, ring_c_ = 0;
   int64_t blocks_ = 1, body_blocks_ = 1;
