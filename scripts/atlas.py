@@ -45,6 +45,7 @@ CODES = {
         "recexch_allreduce": "RX",
         "linear_allreduce": "Li",
         "bucket_allreduce": "Bu",
+        "reduce_bcast_allreduce": "RB",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",
@@ -69,6 +70,7 @@ CODES = {
         "swing_allgather": "Sw",
         "bucket_allgather": "Bu",
         "k_bruck_allgather": "KB",
+        "gather_bcast_allgather": "GB",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",
@@ -77,6 +79,7 @@ CODES = {
         "ring_reduce_scatter": "Ri",
         "bucket_reduce_scatter": "Bu",
         "swing_reduce_scatter": "Sw",
+        "reduce_then_scatter": "RS",
     },
 }
 

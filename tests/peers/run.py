@@ -877,5 +877,29 @@ for p in (2, 5, 7, 11):
     compare("bucket_reduce_scatter on %dx1x1" % p, ring_reduce_scatter(p), instance("bucket_reduce_scatter", p))
     compare("bucket_allgather on %dx1x1" % p, ring_allgather(p), instance("bucket_allgather", p))
     checked += 2
+# Open MPI's compositions (dsl/lib/openmpi_composed.bine: the peer calls its own reduce /
+# gather, then its scatter / bcast, to and from rank 0): every rank's messages are the first
+# part's instance at root 0, then the second's, each instantiated alone with its own block
+# count and its block j mapped to the caller's blocks [j B/b, (j+1) B/b).
+def composed(p, parts, blocks):
+    out = [[] for _ in range(p)]
+    for name in parts:
+        part = instance(name, p, 0)
+        k = blocks // part["blocks"]
+        for x, rounds in enumerate(got(part)):
+            out[x] += [[(kd, q, tuple(c for b in bs for c in range(b * k, (b + 1) * k))) for kd, q, bs in m] for m in rounds]
+    return out
+
+
+for name, parts, nblocks in (("reduce_bcast_allreduce", ("binomial_reduce", "binomial_bcast_doubling"), lambda p: 1),
+                             ("reduce_then_scatter", ("binomial_reduce", "binomial_scatter"), lambda p: p),
+                             ("gather_bcast_allgather", ("binomial_gather", "binomial_bcast_doubling"), lambda p: p)):
+    for p in (1, 2, 3, 5, 8, 12, 17, 32):
+        inst = instance(name, p)
+        if inst["blocks"] != nblocks(p):
+            print("FAIL %s p=%d: %d blocks, expected %d" % (name, p, inst["blocks"], nblocks(p)))
+            failures += 1
+        compare(name, composed(p, parts, inst["blocks"]), inst)
+        checked += 1
 print("peers: %d instances compared with the peers' code, %d failures" % (checked, failures))
 sys.exit(1 if failures else 0)
