@@ -139,12 +139,8 @@ struct Param {
   int slot = -1;
 };
 
-const char* collective_name(Collective c);
-bool collective_from_name(const std::string& s, Collective& c);
-bool collective_is_rooted(Collective c);
-/// Blocks are indexed by rank (block i belongs to rank i): gather, scatter, allgather,
-/// reduce_scatter (and alltoall's grid).
-bool collective_has_rank_blocks(Collective c);
+// collective_name(), collective_from_name(), collective_is_rooted(),
+// collective_has_rank_blocks(): bine/collective.hpp's table.
 
 
 

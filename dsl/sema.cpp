@@ -26,30 +26,9 @@ const char* type_name(Type t) {
   return "?";
 }
 
-static const char* const kCollectiveNames[kCollectiveCount] = {
-    "bcast", "reduce", "allreduce", "reduce_scatter", "allgather", "gather", "scatter", "alltoall", "scan", "exscan", "barrier"};
-
-const char* collective_name(Collective c) { return kCollectiveNames[int(c)]; }
 const char* packet_rule_name(PacketRule r) {
   return r == PacketRule::lowest ? "lowest" : r == PacketRule::potential ? "potential" : "stream";
 }
-bool collective_from_name(const std::string& s, Collective& c) {
-  for (int i = 0; i < kCollectiveCount; ++i)
-    if (s == kCollectiveNames[i]) {
-      c = Collective(i);
-      return true;
-    }
-  return false;
-}
-bool collective_is_rooted(Collective c) {
-  return c == Collective::bcast || c == Collective::reduce || c == Collective::gather ||
-         c == Collective::scatter;
-}
-bool collective_has_rank_blocks(Collective c) {
-  return c == Collective::gather || c == Collective::scatter || c == Collective::allgather ||
-         c == Collective::reduce_scatter || c == Collective::alltoall;
-}
-
 namespace {
 
 enum class VarKind { let, var, loop, param, filter };

@@ -54,10 +54,18 @@ namespace {
 
 enum Coll { kAllreduce, kBcast, kReduce, kAllgather, kGather, kScatter, kReduceScatter, kAlltoall, kScan, kExscan, kBarrier, kNumColl };
 
-/// Table key and report name of each collective (the MPI function without MPI_, lower case).
-const char* const kCollName[kNumColl] = {"allreduce", "bcast",   "reduce",               "allgather",
-                                         "gather",    "scatter", "reduce_scatter_block", "alltoall",
-                                         "scan",      "exscan",  "barrier"};
+/// The language's collective of each (bine/collective.hpp's table).
+constexpr bine::Collective kCollOf[kNumColl] = {
+    bine::Collective::allreduce, bine::Collective::bcast,   bine::Collective::reduce,         bine::Collective::allgather,
+    bine::Collective::gather,    bine::Collective::scatter, bine::Collective::reduce_scatter, bine::Collective::alltoall,
+    bine::Collective::scan,      bine::Collective::exscan,  bine::Collective::barrier};
+/// Table key and report name of each collective (the table's key: the MPI function without
+/// MPI_, lower case).
+const char* const kCollName[kNumColl] = {
+    bine::collective_key(kCollOf[0]), bine::collective_key(kCollOf[1]), bine::collective_key(kCollOf[2]),
+    bine::collective_key(kCollOf[3]), bine::collective_key(kCollOf[4]), bine::collective_key(kCollOf[5]),
+    bine::collective_key(kCollOf[6]), bine::collective_key(kCollOf[7]), bine::collective_key(kCollOf[8]),
+    bine::collective_key(kCollOf[9]), bine::collective_key(kCollOf[10])};
 /// Environment variable forcing a schedule per collective.
 const char* const kCollEnv[kNumColl] = {"BINE_PMPI_ALLREDUCE", "BINE_PMPI_BCAST",   "BINE_PMPI_REDUCE",
                                         "BINE_PMPI_ALLGATHER", "BINE_PMPI_GATHER",  "BINE_PMPI_SCATTER",

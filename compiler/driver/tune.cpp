@@ -12,7 +12,7 @@
 namespace bine {
 
 const char* pmpi_collective_key(Collective c) {
-  return c == Collective::reduce_scatter ? "reduce_scatter_block" : collective_name(c);
+  return collective_key(c);
 }
 
 namespace {

@@ -34,16 +34,7 @@ DeviceSignature device_signature(Collective c, bool inproc) {
 }
 
 /// What `count` counts, per collective (the header's comments).
-const char* count_meaning(Collective c) {
-  switch (c) {
-    case Collective::allgather: return "elements of each rank's block (recvbuf: p blocks)";
-    case Collective::gather: return "elements of each rank's block (root's recvbuf: p blocks)";
-    case Collective::scatter: return "elements of each rank's block (root's sendbuf: p blocks)";
-    case Collective::alltoall: return "elements per peer (sendbuf and recvbuf: p blocks)";
-    case Collective::reduce_scatter: return "elements of each rank's result block (sendbuf: p blocks)";
-    default: return "elements of the vector";
-  }
-}
+const char* count_meaning(Collective c) { return collective_info(c).count_meaning; }
 
 std::string upper(std::string s) {
   for (char& ch : s) ch = char(std::toupper(static_cast<unsigned char>(ch)));

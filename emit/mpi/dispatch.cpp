@@ -19,10 +19,7 @@ namespace {
 /// takes as int (checked against INT_MAX on the fallback path; the condition under which
 /// MPI reads them).
 struct DispatchForm {
-  const char* key;
-  Collective collective;
-  const char* params;
-  const char* args;      ///< the generated schedule's arguments (the same names)
+  Collective collective;  ///< its key, parameters and the generated schedule's arguments: bine/collective.hpp's table
   const char* shape;     ///< fills `s` (bine::mpi::CallShape); false: leave the call to MPI
   const char* fallback;  ///< the MPI library's call
   const char* too_big;   ///< condition: a count MPI reads exceeds INT_MAX; "" when none
@@ -30,77 +27,50 @@ struct DispatchForm {
 };
 
 const DispatchForm kForms[] = {
-    {"allreduce", Collective::allreduce,
-     "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     "sendbuf, recvbuf, count, datatype, op, comm", "bine::mpi::call_shape(comm, count, datatype, op, &s)",
-     "MPI_Allreduce(sendbuf, recvbuf, int(count), datatype, op, comm)", "count > size_t(INT_MAX)", "count"},
-    {"bcast", Collective::bcast, "void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm",
-     "buffer, count, datatype, root, comm", "bine::mpi::call_shape(comm, count, datatype, MPI_OP_NULL, &s)",
-     "MPI_Bcast(buffer, int(count), datatype, root, comm)", "count > size_t(INT_MAX)", "count"},
-    {"reduce", Collective::reduce,
-     "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm",
-     "sendbuf, recvbuf, count, datatype, op, root, comm", "bine::mpi::call_shape(comm, count, datatype, op, &s)",
-     "MPI_Reduce(sendbuf, recvbuf, int(count), datatype, op, root, comm)", "count > size_t(INT_MAX)", "count"},
-    {"allgather", Collective::allgather,
-     "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-     "MPI_Datatype recvtype, MPI_Comm comm",
-     "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm",
-     "bine::mpi::call_shape(comm, sendbuf == MPI_IN_PLACE ? recvcount : sendcount, sendbuf == MPI_IN_PLACE ? "
-     "recvtype : sendtype, MPI_OP_NULL, &s)",
+    {Collective::allreduce, "bine::mpi::call_shape(comm, count, datatype, op, &s)",
+     "MPI_Allreduce(sendbuf, recvbuf, int(count), datatype, op, comm)",
+     "count > size_t(INT_MAX)", "count"},
+    {Collective::bcast, "bine::mpi::call_shape(comm, count, datatype, MPI_OP_NULL, &s)",
+     "MPI_Bcast(buffer, int(count), datatype, root, comm)",
+     "count > size_t(INT_MAX)", "count"},
+    {Collective::reduce, "bine::mpi::call_shape(comm, count, datatype, op, &s)",
+     "MPI_Reduce(sendbuf, recvbuf, int(count), datatype, op, root, comm)",
+     "count > size_t(INT_MAX)", "count"},
+    {Collective::allgather, "bine::mpi::call_shape(comm, sendbuf == MPI_IN_PLACE ? recvcount : sendcount, sendbuf == MPI_IN_PLACE ? recvtype : sendtype, MPI_OP_NULL, &s)",
      "MPI_Allgather(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype, comm)",
-     "recvcount > size_t(INT_MAX) || (sendbuf != MPI_IN_PLACE && sendcount > size_t(INT_MAX))",
-     "sendbuf != MPI_IN_PLACE && sendcount > recvcount ? sendcount : recvcount"},
-    {"gather", Collective::gather,
-     "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-     "MPI_Datatype recvtype, int root, MPI_Comm comm",
-     "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm",
-     "bine::mpi::rooted_shape(comm, true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, &s)",
+     "recvcount > size_t(INT_MAX) || (sendbuf != MPI_IN_PLACE && sendcount > size_t(INT_MAX))", "sendbuf != MPI_IN_PLACE && sendcount > recvcount ? sendcount : recvcount"},
+    {Collective::gather, "bine::mpi::rooted_shape(comm, true, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, &s)",
      "MPI_Gather(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype, root, comm)",
-     "sendcount > size_t(INT_MAX) || recvcount > size_t(INT_MAX)",
-     "sendcount > recvcount ? sendcount : recvcount"},
-    {"scatter", Collective::scatter,
-     "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-     "MPI_Datatype recvtype, int root, MPI_Comm comm",
-     "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm",
-     "bine::mpi::rooted_shape(comm, false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, &s)",
+     "sendcount > size_t(INT_MAX) || recvcount > size_t(INT_MAX)", "sendcount > recvcount ? sendcount : recvcount"},
+    {Collective::scatter, "bine::mpi::rooted_shape(comm, false, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, &s)",
      "MPI_Scatter(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype, root, comm)",
-     "sendcount > size_t(INT_MAX) || recvcount > size_t(INT_MAX)",
-     "sendcount > recvcount ? sendcount : recvcount"},
-    {"reduce_scatter_block", Collective::reduce_scatter,
-     "const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     "sendbuf, recvbuf, recvcount, datatype, op, comm", "bine::mpi::call_shape(comm, recvcount, datatype, op, &s)",
-     "MPI_Reduce_scatter_block(sendbuf, recvbuf, int(recvcount), datatype, op, comm)", "recvcount > size_t(INT_MAX)",
-     "recvcount"},
-    {"alltoall", Collective::alltoall,
-     "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-     "MPI_Datatype recvtype, MPI_Comm comm",
-     "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm",
-     "bine::mpi::call_shape(comm, sendbuf == MPI_IN_PLACE ? recvcount : sendcount, sendbuf == MPI_IN_PLACE ? "
-     "recvtype : sendtype, MPI_OP_NULL, &s)",
+     "sendcount > size_t(INT_MAX) || recvcount > size_t(INT_MAX)", "sendcount > recvcount ? sendcount : recvcount"},
+    {Collective::reduce_scatter, "bine::mpi::call_shape(comm, recvcount, datatype, op, &s)",
+     "MPI_Reduce_scatter_block(sendbuf, recvbuf, int(recvcount), datatype, op, comm)",
+     "recvcount > size_t(INT_MAX)", "recvcount"},
+    {Collective::alltoall, "bine::mpi::call_shape(comm, sendbuf == MPI_IN_PLACE ? recvcount : sendcount, sendbuf == MPI_IN_PLACE ? recvtype : sendtype, MPI_OP_NULL, &s)",
      "MPI_Alltoall(sendbuf, int(sendcount), sendtype, recvbuf, int(recvcount), recvtype, comm)",
-     "recvcount > size_t(INT_MAX) || (sendbuf != MPI_IN_PLACE && sendcount > size_t(INT_MAX))",
-     "sendbuf != MPI_IN_PLACE && sendcount > recvcount ? sendcount : recvcount"},
-    {"scan", Collective::scan,
-     "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     "sendbuf, recvbuf, count, datatype, op, comm", "bine::mpi::call_shape(comm, count, datatype, op, &s)",
-     "MPI_Scan(sendbuf, recvbuf, int(count), datatype, op, comm)", "count > size_t(INT_MAX)", "count"},
-    {"exscan", Collective::exscan,
-     "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-     "sendbuf, recvbuf, count, datatype, op, comm", "bine::mpi::call_shape(comm, count, datatype, op, &s)",
-     "MPI_Exscan(sendbuf, recvbuf, int(count), datatype, op, comm)", "count > size_t(INT_MAX)", "count"},
-    {"barrier", Collective::barrier, "MPI_Comm comm", "comm",
-     "bine::mpi::call_shape(comm, 0, MPI_BYTE, MPI_OP_NULL, &s)", "MPI_Barrier(comm)", "", ""},
+     "recvcount > size_t(INT_MAX) || (sendbuf != MPI_IN_PLACE && sendcount > size_t(INT_MAX))", "sendbuf != MPI_IN_PLACE && sendcount > recvcount ? sendcount : recvcount"},
+    {Collective::scan, "bine::mpi::call_shape(comm, count, datatype, op, &s)",
+     "MPI_Scan(sendbuf, recvbuf, int(count), datatype, op, comm)",
+     "count > size_t(INT_MAX)", "count"},
+    {Collective::exscan, "bine::mpi::call_shape(comm, count, datatype, op, &s)",
+     "MPI_Exscan(sendbuf, recvbuf, int(count), datatype, op, comm)",
+     "count > size_t(INT_MAX)", "count"},
+    {Collective::barrier, "bine::mpi::call_shape(comm, 0, MPI_BYTE, MPI_OP_NULL, &s)",
+     "MPI_Barrier(comm)",
+     "", ""},
 };
 
 const DispatchForm* find_form(const std::string& key) {
   for (const DispatchForm& f : kForms)
-    if (key == f.key) return &f;
+    if (key == collective_key(f.collective)) return &f;
   return nullptr;
 }
 
 std::string known_keys() {
   std::string s;
-  for (const DispatchForm& f : kForms) s += std::string(s.empty() ? "" : ", ") + f.key;
+  for (const DispatchForm& f : kForms) s += std::string(s.empty() ? "" : ", ") + collective_key(f.collective);
   return s;
 }
 
@@ -250,7 +220,7 @@ void emit_dispatch_prototypes(std::ostream& o, const SelectionTable& table, cons
       << "/// when that rule says \"mpi\" or no rule's schedule applies, or on an intercommunicator\n"
       << "/// or an argument MPI rejects" << (f.too_big[0] ? " (a count above INT_MAX there: MPI_ERR_COUNT)" : "")
       << ". Returns what the chosen function returns.\n";
-    o << "int " << prefix << key << "(" << f.params << ");\n";
+    o << "int " << prefix << key << "(" << collective_info(f.collective).params << ");\n";
     o << "/// The dispatcher's choice for p ranks, `bytes` message bytes (as the table counts them), an\n"
       << "/// operator of that commutativity (1 without one) and `same_bracketing` 1 when the operator\n"
       << "/// needs the same bracketing on all ranks (bine::mpi::bracketing_sensitive(); 0 without one):\n"
@@ -293,14 +263,14 @@ void emit_dispatch_definitions(std::ostream& o, const SelectionTable& table,
       << "  const int i = bine::mpi::dispatch_choose(" << tab << "_rules, " << rules.size() << ", " << tab
       << "_info, p, uint64_t(bytes), bine::mpi::CallNeeds{commutative == 0, same_bracketing != 0});\n"
       << "  return i >= 0 ? " << tab << "_info[i].name : \"mpi\";\n}\n";
-    o << "extern \"C\" int " << fn << "(" << f.params << ") {\n"
+    o << "extern \"C\" int " << fn << "(" << collective_info(f.collective).params << ") {\n"
       << "  bine::mpi::CallShape s;\n"
       << "  if (" << f.shape << ") {\n"
       << "    switch (bine::mpi::dispatch_choose(" << tab << "_rules, " << rules.size() << ", " << tab
       << "_info, s.p, s.bytes, s.needs())) {\n";
     for (size_t k = 0; k < used.size(); ++k)
       o << "      case " << k << ":\n        return " << emitted_function_name(*programs[used[k]]->decl, prefix) << "("
-        << f.args << ");\n";
+        << collective_info(f.collective).args << ");\n";
     o << "      default:\n        break;\n    }\n  }\n";
     if (f.too_big[0])
       o << "  if (" << f.too_big << ") return bine::mpi::count_exceeds_int(\"" << fn << "\", uint64_t(" << f.big

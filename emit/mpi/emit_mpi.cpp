@@ -15,100 +15,18 @@ std::string emitted_function_name(const ScheduleDecl& s, const std::string& pref
 namespace {
 
 /// The parameter list of a collective's generated function (the MPI collective's, with
-/// size_t counts) and the names in it, in order.
+/// size_t counts) and the names in it, in order (bine/collective.hpp's table).
 struct Signature {
   const char* params;
   const char* names;
 };
-Signature signature(Collective c) {
-  switch (c) {
-    case Collective::allreduce:
-    case Collective::scan:
-    case Collective::exscan:
-      return {"const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-              "sendbuf, recvbuf, count, datatype, op, comm"};
-    case Collective::reduce:
-      return {"const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm",
-              "sendbuf, recvbuf, count, datatype, op, root, comm"};
-    case Collective::bcast:
-      return {"void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm",
-              "buffer, count, datatype, root, comm"};
-    case Collective::allgather:
-    case Collective::alltoall:
-      return {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-              "MPI_Datatype recvtype, MPI_Comm comm",
-              "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm"};
-    case Collective::gather:
-    case Collective::scatter:
-      return {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
-              "MPI_Datatype recvtype, int root, MPI_Comm comm",
-              "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm"};
-    case Collective::reduce_scatter:
-      return {"const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-              "sendbuf, recvbuf, recvcount, datatype, op, comm"};
-    case Collective::barrier:
-      return {"MPI_Comm comm", "comm"};
-  }
-  return {"void", ""};
-}
+Signature signature(Collective c) { return {collective_info(c).params, collective_info(c).args}; }
 
 }  // namespace
 
 namespace {
 
-/// The irregular (`v`) form of a collective: its parameters (the MPI v collective's, with
-/// size_t counts and displacements), the names in them, the Context call that starts it,
-/// the MPI collective it mirrors and what the header says about where the counts come from.
-struct IrregularForm {
-  const char* params;
-  const char* names;
-  const char* begin;
-  const char* mpi;
-  const char* counts;
-  bool rooted;  ///< only the root knows the counts: they are broadcast first
-};
-/// The irregular form of `c`, or null when it has none.
-const IrregularForm* irregular_form(Collective c) {
-  static const IrregularForm allgatherv = {
-      "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
-      "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm",
-      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm", "begin_allgatherv",
-      "MPI_Allgatherv", "every rank passes the counts", false};
-  static const IrregularForm gatherv = {
-      "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
-      "const size_t* displs, MPI_Datatype recvtype, int root, MPI_Comm comm",
-      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm", "begin_gatherv",
-      "MPI_Gatherv",
-      "recvcounts, displs, recvtype, recvbuf read at the root only;\n/// the root first broadcasts the block sizes "
-      "(one extra MPI_Ibcast of p + 1 integers)", true};
-  static const IrregularForm scatterv = {
-      "const void* sendbuf, const size_t* sendcounts, const size_t* displs, MPI_Datatype sendtype, void* recvbuf, "
-      "size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
-      "sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm", "begin_scatterv",
-      "MPI_Scatterv",
-      "sendbuf, sendcounts, displs, sendtype read at the root only;\n/// the root first broadcasts the block sizes "
-      "(one extra MPI_Ibcast of p + 1 integers)", true};
-  static const IrregularForm reduce_scatterv = {
-      "const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
-      "sendbuf, recvbuf, recvcounts, datatype, op, comm", "begin_reduce_scatterv", "MPI_Reduce_scatter",
-      "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements", false};
-  static const IrregularForm alltoallv = {
-      "const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, MPI_Datatype sendtype, void* recvbuf, "
-      "const size_t* recvcounts, const size_t* rdispls, MPI_Datatype recvtype, MPI_Comm comm",
-      "sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm", "begin_alltoallv",
-      "MPI_Alltoallv",
-      "every rank passes its own counts;\n/// each message of the schedule is one item from its sender to its receiver, posted from and into\n"
-      "/// the caller's buffers",
-      false};
-  switch (c) {
-    case Collective::alltoall: return &alltoallv;
-    case Collective::reduce_scatter: return &reduce_scatterv;
-    case Collective::allgather: return &allgatherv;
-    case Collective::gather: return &gatherv;
-    case Collective::scatter: return &scatterv;
-    default: return nullptr;
-  }
-}
+// The irregular (`v`) forms: bine::irregular_form() (bine/collective.hpp's table).
 
 /// Whether a schedule gets an irregular `_v` form: an allgather, gather, scatter or
 /// reduce_scatter whose every verified instance keeps each block's index
@@ -193,42 +111,12 @@ class Emitter {
     const std::string fname = emitted_function_name(sd_, prefix_);
     std::ostringstream run;  // the entry with the arguments: begin_*, then the body
     run << "static int bine_run_" << fname << "(bine::mpi::Context& cx, " << signature(sd_.collective).params << ") {\n";
-    switch (sd_.collective) {
-      case Collective::allreduce:
-        run << "  int rc = cx.begin_allreduce(sendbuf, recvbuf, count, datatype, op, comm,\n"
-          << "                              /*non-commutative ops allowed for p in*/ " << order << ");\n";
-        break;
-      case Collective::reduce:
-        run << "  int rc = cx.begin_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,\n"
-          << "                           /*non-commutative ops allowed for p in*/ " << order << ");\n";
-        break;
-      case Collective::reduce_scatter:
-        run << "  int rc = cx.begin_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm,\n"
-          << "                                   /*non-commutative ops allowed for p in*/ " << order << ");\n";
-        break;
-      case Collective::alltoall:
-        run << "  int rc = cx.begin_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
-        break;
-      case Collective::allgather:
-        run << "  int rc = cx.begin_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);\n";
-        break;
-      case Collective::gather:
-        run << "  int rc = cx.begin_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
-        break;
-      case Collective::scatter:
-        run << "  int rc = cx.begin_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);\n";
-        break;
-      case Collective::scan:
-      case Collective::exscan:
-        run << "  int rc = cx.begin_" << collective_name(sd_.collective) << "(sendbuf, recvbuf, count, datatype, op, comm,\n"
-          << "                         /*non-commutative ops allowed for p in*/ " << order << ");\n";
-        break;
-      case Collective::barrier:
-        run << "  int rc = cx.begin_barrier(comm);\n";
-        break;
-      default:
-        run << "  int rc = cx.begin_bcast(buffer, count, datatype, root, comm);\n";
-        break;
+    {  // cx.begin_<collective>(<its arguments>[, the order proof of a reducing one])
+      const CollectiveInfo& c = collective_info(sd_.collective);
+      const std::string call = std::string("  int rc = cx.begin_") + c.name + "(";
+      run << call << c.args;
+      if (c.reduces) run << ",\n" << std::string(call.size(), ' ') << "/*non-commutative ops allowed for p in*/ " << order;
+      run << ");\n";
     }
     run << "  if (rc != MPI_SUCCESS) return rc;\n";
     run << "  return bine_body_" << fname << "(cx);\n}\n\n";

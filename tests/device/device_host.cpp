@@ -351,7 +351,7 @@ void run_case(const Case& c, const std::function<S(size_t, size_t)>& gen, const 
     uint64_t nin = 0, nout = 0;
     buffer_elems(c.s->kind, c.p, r, c.root, c.count, nin, nout);
     // Ranks without a send buffer still get the full-size reference input (bcast, scatter).
-    const uint64_t nref = std::max<uint64_t>(nin, c.count * (PlanContext::collective_has_rank_blocks(c.s->kind) ? uint64_t(c.p) : 1));
+    const uint64_t nref = std::max<uint64_t>(nin, c.count * (bine::collective_has_rank_blocks(c.s->kind) ? uint64_t(c.p) : 1));
     for (uint64_t i = 0; i < nref; ++i) in[size_t(r)].push_back(gen(size_t(r), i));
   }
   const std::vector<std::vector<S>> want = reference(c, in, op);

@@ -49,39 +49,177 @@ struct FoldSteps {
   FoldData prologue, epilogue;
 };
 
-constexpr FoldSteps fold_steps(Collective c) {
-  switch (c) {
-    case Collective::allreduce: return {FoldData::all, FoldData::all};
-    case Collective::reduce: return {FoldData::all, FoldData::none};
-    case Collective::bcast: return {FoldData::none, FoldData::all};
-    case Collective::reduce_scatter: return {FoldData::all, FoldData::own_block};
-    case Collective::allgather: return {FoldData::own_block, FoldData::all};
-    case Collective::gather: return {FoldData::own_block, FoldData::none};
-    case Collective::scatter: return {FoldData::none, FoldData::own_block};
-    case Collective::alltoall:
-    case Collective::scan:     // no fold (sema refuses one): a prefix has no
-    case Collective::exscan:   // two-one elimination that keeps rank order simple
-    case Collective::barrier: return {FoldData::none, FoldData::none};
-  }
-  return {FoldData::none, FoldData::none};
+/// The irregular (`v`) form of a collective in the MPI target's C ABI: its parameters (the
+/// MPI v collective's, with size_t counts and displacements), the names in them, the
+/// Context call that starts it, the MPI collective it mirrors, what the header says about
+/// where the counts come from, and whether only the root knows them (they are broadcast
+/// first).
+struct IrregularForm {
+  const char* params;
+  const char* names;
+  const char* begin;
+  const char* mpi;
+  const char* counts;
+  bool rooted;
+};
+
+/// Everything the compiler, the runtimes, the PMPI library and the dispatchers need to know
+/// about one collective, in one place (docs/architecture.md, "Adding a collective"): its name
+/// in the language, its selection key (the PMPI table's and `tune`'s name, the MPI call's
+/// without `MPI_`), the MPI function, whether it has a root, reduces, indexes blocks by rank
+/// (block i is rank i's: gather, scatter, allgather, reduce_scatter, alltoall's grid), may
+/// carry a `fold` and what the fold's rounds move, the MPI target's C parameter list (the
+/// MPI collective's with size_t counts) with the names in it, its irregular form, and each
+/// rank's buffer sizes in units of the API count.
+/// The size of one rank's send or receive buffer: none, `count` elements, or `p count`.
+enum class Extent { none, count, p_count };
+/// A collective's buffer sizes at the root and at the other ranks (the unrooted ones: the
+/// same at both).
+struct BufferExtents {
+  Extent in_root, in_other, out_root, out_other;
+};
+
+struct CollectiveInfo {
+  Collective c;
+  const char* name;
+  const char* key;
+  const char* mpi;
+  bool rooted, reduces, rank_blocks, folds;
+  FoldSteps fold;
+  const char* params;
+  const char* args;
+  IrregularForm v;  ///< params null: none
+  BufferExtents buffers;      ///< per rank, in elements of the API count (device_plan.hpp's buffer_elems())
+  const char* count_meaning;  ///< what the API `count` counts (the generated headers' comments)
+};
+
+namespace detail {
+inline constexpr const char* kReduceAllParams =
+    "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm";
+inline constexpr const char* kReduceAllArgs = "sendbuf, recvbuf, count, datatype, op, comm";
+inline constexpr const char* kBlocksParams =
+    "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
+    "MPI_Datatype recvtype, MPI_Comm comm";
+inline constexpr const char* kBlocksArgs = "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm";
+inline constexpr const char* kRootedBlocksParams =
+    "const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, size_t recvcount, "
+    "MPI_Datatype recvtype, int root, MPI_Comm comm";
+inline constexpr const char* kRootedBlocksArgs = "sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm";
+inline constexpr IrregularForm kNoV = {nullptr, nullptr, nullptr, nullptr, nullptr, false};
+}  // namespace detail
+
+/// The collectives, in the order of `Collective`.
+inline constexpr CollectiveInfo kCollectives[kCollectiveCount] = {
+    {Collective::bcast, "bcast", "bcast", "MPI_Bcast", true, false, false, true, {FoldData::none, FoldData::all},
+     "void* buffer, size_t count, MPI_Datatype datatype, int root, MPI_Comm comm", "buffer, count, datatype, root, comm",
+     detail::kNoV,
+     {Extent::count, Extent::none, Extent::count, Extent::count}, "elements of the vector"},
+    {Collective::reduce, "reduce", "reduce", "MPI_Reduce", true, true, false, true, {FoldData::all, FoldData::none},
+     "const void* sendbuf, void* recvbuf, size_t count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm",
+     "sendbuf, recvbuf, count, datatype, op, root, comm", detail::kNoV,
+     {Extent::count, Extent::count, Extent::count, Extent::none}, "elements of the vector"},
+    {Collective::allreduce, "allreduce", "allreduce", "MPI_Allreduce", false, true, false, true,
+     {FoldData::all, FoldData::all}, detail::kReduceAllParams, detail::kReduceAllArgs, detail::kNoV,
+     {Extent::count, Extent::count, Extent::count, Extent::count}, "elements of the vector"},
+    {Collective::reduce_scatter, "reduce_scatter", "reduce_scatter_block", "MPI_Reduce_scatter_block", false, true, true,
+     true, {FoldData::all, FoldData::own_block},
+     "const void* sendbuf, void* recvbuf, size_t recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
+     "sendbuf, recvbuf, recvcount, datatype, op, comm",
+     {"const void* sendbuf, void* recvbuf, const size_t* recvcounts, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm",
+      "sendbuf, recvbuf, recvcounts, datatype, op, comm", "begin_reduce_scatterv", "MPI_Reduce_scatter",
+      "every rank passes the same recvcounts;\n/// sendbuf holds the p blocks back to back, block i recvcounts[i] elements",
+      false},
+     {Extent::p_count, Extent::p_count, Extent::count, Extent::count}, "elements of each rank's result block (sendbuf: p blocks)"},
+    {Collective::allgather, "allgather", "allgather", "MPI_Allgather", false, false, true, true,
+     {FoldData::own_block, FoldData::all}, detail::kBlocksParams, detail::kBlocksArgs,
+     {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
+      "const size_t* displs, MPI_Datatype recvtype, MPI_Comm comm",
+      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm", "begin_allgatherv", "MPI_Allgatherv",
+      "every rank passes the counts", false},
+     {Extent::count, Extent::count, Extent::p_count, Extent::p_count}, "elements of each rank's block (recvbuf: p blocks)"},
+    {Collective::gather, "gather", "gather", "MPI_Gather", true, false, true, true, {FoldData::own_block, FoldData::none},
+     detail::kRootedBlocksParams, detail::kRootedBlocksArgs,
+     {"const void* sendbuf, size_t sendcount, MPI_Datatype sendtype, void* recvbuf, const size_t* recvcounts, "
+      "const size_t* displs, MPI_Datatype recvtype, int root, MPI_Comm comm",
+      "sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm", "begin_gatherv", "MPI_Gatherv",
+      "recvcounts, displs, recvtype, recvbuf read at the root only;\n/// the root first broadcasts the block sizes "
+      "(one extra MPI_Ibcast of p + 1 integers)",
+      true},
+     {Extent::count, Extent::count, Extent::p_count, Extent::none}, "elements of each rank's block (root's recvbuf: p blocks)"},
+    {Collective::scatter, "scatter", "scatter", "MPI_Scatter", true, false, true, true, {FoldData::none, FoldData::own_block},
+     detail::kRootedBlocksParams, detail::kRootedBlocksArgs,
+     {"const void* sendbuf, const size_t* sendcounts, const size_t* displs, MPI_Datatype sendtype, void* recvbuf, "
+      "size_t recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm",
+      "sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm", "begin_scatterv", "MPI_Scatterv",
+      "sendbuf, sendcounts, displs, sendtype read at the root only;\n/// the root first broadcasts the block sizes "
+      "(one extra MPI_Ibcast of p + 1 integers)",
+      true},
+     {Extent::p_count, Extent::none, Extent::count, Extent::count}, "elements of each rank's block (root's sendbuf: p blocks)"},
+    {Collective::alltoall, "alltoall", "alltoall", "MPI_Alltoall", false, false, true, false,
+     {FoldData::none, FoldData::none}, detail::kBlocksParams, detail::kBlocksArgs,
+     {"const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, MPI_Datatype sendtype, void* recvbuf, "
+      "const size_t* recvcounts, const size_t* rdispls, MPI_Datatype recvtype, MPI_Comm comm",
+      "sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm", "begin_alltoallv",
+      "MPI_Alltoallv",
+      "every rank passes its own counts;\n/// each message of the schedule is one item from its sender to its receiver, "
+      "posted from and into\n/// the caller's buffers",
+      false},
+     {Extent::p_count, Extent::p_count, Extent::p_count, Extent::p_count}, "elements per peer (sendbuf and recvbuf: p blocks)"},
+    // No fold for the prefix reductions (sema refuses one: a prefix has no two-one
+    // elimination that keeps rank order simple) nor for the barrier.
+    {Collective::scan, "scan", "scan", "MPI_Scan", false, true, false, false, {FoldData::none, FoldData::none},
+     detail::kReduceAllParams, detail::kReduceAllArgs, detail::kNoV,
+     {Extent::count, Extent::count, Extent::count, Extent::count}, "elements of the vector"},
+    {Collective::exscan, "exscan", "exscan", "MPI_Exscan", false, true, false, false, {FoldData::none, FoldData::none},
+     detail::kReduceAllParams, detail::kReduceAllArgs, detail::kNoV,
+     {Extent::count, Extent::count, Extent::count, Extent::count}, "elements of the vector"},
+    {Collective::barrier, "barrier", "barrier", "MPI_Barrier", false, false, false, false,
+     {FoldData::none, FoldData::none}, "MPI_Comm comm", "comm", detail::kNoV,
+     {Extent::count, Extent::count, Extent::count, Extent::count}, "elements of the vector"},
+};
+
+/// The table's row of `c`.
+constexpr const CollectiveInfo& collective_info(Collective c) { return kCollectives[int(c)]; }
+/// The language's name ("reduce_scatter"); collective_from_name() is its inverse.
+constexpr const char* collective_name(Collective c) { return collective_info(c).name; }
+/// The PMPI table's and `tune`'s key: the MPI call without `MPI_` ("reduce_scatter_block").
+constexpr const char* collective_key(Collective c) { return collective_info(c).key; }
+inline bool collective_from_name(const std::string& s, Collective& c) {
+  for (const CollectiveInfo& i : kCollectives)
+    if (s == i.name) return c = i.c, true;
+  return false;
 }
+/// bcast, reduce, gather, scatter.
+constexpr bool collective_is_rooted(Collective c) { return collective_info(c).rooted; }
+/// Collectives that combine data with an operator.
+constexpr bool collective_reduces(Collective c) { return collective_info(c).reduces; }
+/// Blocks are indexed by rank (block i belongs to rank i): gather, scatter, allgather,
+/// reduce_scatter (and alltoall's grid).
+constexpr bool collective_has_rank_blocks(Collective c) { return collective_info(c).rank_blocks; }
+/// Collectives that may have a `fold` (sema refuses it for the others).
+constexpr bool collective_folds(Collective c) { return collective_info(c).folds; }
+/// What the fold's prologue and epilogue move.
+constexpr FoldSteps fold_steps(Collective c) { return collective_info(c).fold; }
+/// Elements of `count` a buffer of extent `e` holds at p ranks.
+constexpr uint64_t extent_elems(Extent e, uint64_t count, int64_t p) {
+  return e == Extent::none ? 0 : e == Extent::count ? count : count * uint64_t(p);
+}
+/// The irregular form in the MPI target's C ABI, or null when it has none.
+constexpr const IrregularForm* irregular_form(Collective c) {
+  return collective_info(c).v.params ? &collective_info(c).v : nullptr;
+}
+
+static_assert([] {
+  for (int i = 0; i < kCollectiveCount; ++i)
+    if (int(kCollectives[i].c) != i) return false;
+  return true;
+}(), "kCollectives is in the order of Collective");
 
 /// Operand order of a reducing receive (the round model, docs/architecture.md): the
 /// contribution of the lower real rank is the left operand, so a receive from a lower rank
 /// computes `received op own` and one from a higher rank `own op received`. The verifier
 /// infers canonical order with this rule and the runtime applies it (MPI_Reduce_local).
 constexpr bool received_is_left_operand(int64_t sender, int64_t receiver) { return sender < receiver; }
-
-/// Collectives that combine data with an operator.
-constexpr bool collective_reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter ||
-         c == Collective::scan || c == Collective::exscan;
-}
-
-/// Collectives without a fold (sema refuses `fold` for them).
-constexpr bool collective_folds(Collective c) {
-  return c != Collective::alltoall && c != Collective::scan && c != Collective::exscan && c != Collective::barrier;
-}
 
 /// The rank layout of `fold 3-2` (allreduce; Rabenseifner-Traeff, seed
 /// rabenseifner-traff-reduction.txt, Sec. 3.1 and the non-overlapping protocol of Sec. 3.3):

@@ -103,10 +103,6 @@ class PlanContext {
     count_ = blocked_ ? q.count * uint64_t(q.p) : q.count;
     (void)take_domain_error();
   }
-  static bool collective_has_rank_blocks(Collective c) {
-    return c == Collective::allgather || c == Collective::gather || c == Collective::scatter ||
-           c == Collective::alltoall || c == Collective::reduce_scatter;
-  }
 
   // ---- the calls of a generated body (bine::mpi::BasicContext documents each) ----
   bool finished() const { return q_.p == 1 || count_ == 0; }
@@ -387,18 +383,10 @@ int bind_regions(Cx& cx) {
 /// and scatter's send side off the root).
 inline void buffer_elems(Collective c, int64_t p, int64_t rank, int64_t root, uint64_t count, uint64_t& in,
                          uint64_t& out) {
+  const BufferExtents& b = collective_info(c).buffers;
   const bool at_root = rank == root;
-  const uint64_t all = count * uint64_t(p);
-  switch (c) {
-    case Collective::allgather: in = count, out = all; break;
-    case Collective::gather: in = count, out = at_root ? all : 0; break;
-    case Collective::scatter: in = at_root ? all : 0, out = count; break;
-    case Collective::alltoall: in = all, out = all; break;
-    case Collective::reduce_scatter: in = all, out = count; break;
-    case Collective::reduce: in = count, out = at_root ? count : 0; break;
-    case Collective::bcast: in = at_root ? count : 0, out = count; break;
-    default: in = count, out = count; break;
-  }
+  in = extent_elems(at_root ? b.in_root : b.in_other, count, p);
+  out = extent_elems(at_root ? b.out_root : b.out_other, count, p);
 }
 
 /// A generated body (bine_body_<function>).
