@@ -381,6 +381,41 @@ def k_brucks(p, k):
     return exp
 
 
+def k_brucks_alltoall(p, k):
+    # MPIR_Alltoall_intra_k_brucks, blocks as recvbuf positions after step 1's rotation
+    # (position o holds the item for rank + o): phase i sends, for each j = 1 .. k-1 with
+    # delta j < size, the positions brucks_sched_pup packs (from delta j, delta consecutive
+    # ones, then skip (k - 1) delta) to rank + delta j, and receives the same positions from
+    # rank - delta j; the first and last rounds are the local rotations (steps 1 and 3)
+    nphases, mx = 0, p - 1
+    while mx:
+        nphases += 1
+        mx //= k
+    exp = []
+    for rank in range(p):
+        rounds, delta = [[]], 1
+        for i in range(nphases):
+            msgs = []
+            for j in range(1, k):
+                if delta * j >= p:
+                    break
+                src, dst = (rank - delta * j + p) % p, (rank + delta * j) % p
+                packed, offset, run = [], delta * j, delta
+                while offset < p:
+                    packed.append(offset)
+                    offset += 1
+                    run -= 1
+                    if run == 0:
+                        offset += (k - 1) * delta
+                        run = delta
+                msgs.append(("recv", src, tuple(packed)))
+                msgs.append(("send", dst, tuple(packed)))
+            rounds.append(msgs)
+            delta *= k
+        exp.append(rounds + [[]])
+    return exp
+
+
 def recexch_neighbors(rank, nranks, k):
     # MPII_Recexchalgo_get_neighbors (src/mpi/coll/algorithms/recexchalgo/recexchalgo.c)
     if nranks < k:
@@ -834,13 +869,21 @@ for k in range(2, 9):
         compare("k_bruck_allgather k %d" % k, k_brucks(p, k),
                 instance("k_bruck_allgather_k_%d" % k, p, extra=(radix_file,)))
         checked += 1
+for k in range(2, 9):
+    for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
+        compare("k_bruck_alltoall k %d" % k, k_brucks_alltoall(p, k),
+                instance("k_bruck_alltoall_k_%d" % k, p, extra=(radix_file,)))
+        checked += 1
 for p in (1, 2, 3, 5, 8, 13, 33):
     def by_kind(inst):  # per round, the sends and then the receives (their order within a kind kept)
         return [[sorted(rr, key=lambda m: m[0] != "send") for rr in x] for x in got(inst)]
     if by_kind(instance("k_bruck_allgather", p)) != by_kind(instance("bruck_allgather", p)):
         print("FAIL k_bruck_allgather at k = 2, p=%d: not bruck_allgather's instance" % p)
         failures += 1
-    checked += 1
+    if by_kind(instance("k_bruck_alltoall", p)) != by_kind(instance("bruck_alltoall", p)):
+        print("FAIL k_bruck_alltoall at k = 2, p=%d: not bruck_alltoall's instance" % p)
+        failures += 1
+    checked += 2
 for bblock in range(1, 9):
     for p in (1, 2, 3, 5, 8, 9, 16, 17, 33):
         compare("scattered_alltoall bblock %d" % bblock, scattered(p, bblock),
