@@ -46,6 +46,7 @@ CODES = {
         "linear_allreduce": "Li",
         "bucket_allreduce": "Bu",
         "reduce_bcast_allreduce": "RB",
+        "recursive_multiplying_allreduce": "RM",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",

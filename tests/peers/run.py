@@ -416,6 +416,42 @@ def k_brucks_alltoall(p, k):
     return exp
 
 
+def recursive_multiplying(p, k):
+    # MPIR_Allreduce_intra_recursive_multiplying: the pre-stage (ranks >= pofk send to
+    # rank % pofk, which receives from rank % pofk + pofk, + 2 pofk, ...), the main stage (per
+    # distance, an Isend and an Irecv with every other member of the group, in member order)
+    # and the post-stage, one round each (blocks 1: every message is block 0; the receives
+    # land in tmp_buf, compared with scratch=True)
+    pofk = 1
+    while pofk * k <= p:
+        pofk *= k
+    exp = []
+    for rank in range(p):
+        rounds = []
+        if pofk < p:
+            if rank >= pofk:
+                rounds.append([("send", rank % pofk, (0,))])
+            else:
+                rounds.append([("recv", src, (0,)) for src in range(rank % pofk + pofk, p, pofk)])
+        distance, nxt = 1, k
+        while distance < pofk:
+            msgs = []
+            if rank < pofk:
+                start = rank // nxt * nxt
+                for dst in range(start + rank % distance, start + nxt, distance):
+                    if dst != rank:
+                        msgs += [("send", dst, (0,)), ("recv", dst, (0,))]
+            rounds.append(msgs)
+            distance, nxt = nxt, nxt * k
+        if pofk < p:
+            if rank >= pofk:
+                rounds.append([("recv", rank % pofk, (0,))])
+            else:
+                rounds.append([("send", dst, (0,)) for dst in range(rank % pofk + pofk, p, pofk)])
+        exp.append(rounds)
+    return exp
+
+
 def recexch_neighbors(rank, nranks, k):
     # MPII_Recexchalgo_get_neighbors (src/mpi/coll/algorithms/recexchalgo/recexchalgo.c)
     if nranks < k:
@@ -871,9 +907,11 @@ for k in range(2, 9):
         checked += 1
 for k in range(2, 9):
     for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
+        compare("recursive_multiplying_allreduce k %d" % k, recursive_multiplying(p, k),
+                instance("recursive_multiplying_allreduce_k_%d" % k, p, extra=(radix_file,)), scratch=True)
         compare("k_bruck_alltoall k %d" % k, k_brucks_alltoall(p, k),
                 instance("k_bruck_alltoall_k_%d" % k, p, extra=(radix_file,)))
-        checked += 1
+        checked += 2
 for p in (1, 2, 3, 5, 8, 13, 33):
     def by_kind(inst):  # per round, the sends and then the receives (their order within a kind kept)
         return [[sorted(rr, key=lambda m: m[0] != "send") for rr in x] for x in got(inst)]
