@@ -72,6 +72,7 @@ CODES = {
         "bucket_allgather": "Bu",
         "k_bruck_allgather": "KB",
         "gather_bcast_allgather": "GB",
+        "recexch_allgather": "RX",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",

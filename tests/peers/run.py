@@ -530,6 +530,59 @@ def recexch_allreduce(p, k):
     return exp
 
 
+def recexch_count_offset(rank, phase, k, nranks):
+    # MPII_Recexchalgo_get_count_and_offset: (count, offset) of the original ranks that
+    # rank's step-2 rank represents in phase `phase`
+    p_of_k = 1
+    while p_of_k <= nranks:
+        p_of_k *= k
+    p_of_k //= k
+    rem = nranks - p_of_k
+    T = rem * k // (k - 1)
+    kp = k ** phase
+    step2rank = rank // k if rank < T else rank - rem
+    mn = step2rank // kp * kp - 1
+    mx = mn + kp
+    orig = lambda y: y * k + (k - 1) if y < rem // (k - 1) else y + rem
+    omin = orig(mn) if mn >= 0 else mn
+    return orig(mx) - omin, omin + 1
+
+
+def recexch_allgather(p, k):
+    # MPIR_Allgather_intra_recexch, recexch_type 0 (distance doubling): step 1 (own block to
+    # step1_sendto; the receiver's blocks from step1_recvfrom), each phase's receives from
+    # step2_nbrs[phase] (count and offset of the neighbour) and sends of the rank's own range,
+    # step 3 (the whole vector back)
+    exp = []
+    kl = k if p >= k else (p if p > 2 else 2)  # get_neighbors lowers k (and the function uses it)
+    rem = any(recexch_neighbors(x, p, k)[0] >= 0 for x in range(p))
+    for rank in range(p):
+        if p == 1:
+            exp.append([])
+            continue
+        sendto, recvfrom, nbrs = recexch_neighbors(rank, p, k)
+        rounds = []
+        if rem:
+            rounds.append([("send", sendto, (rank,))] if sendto >= 0 else [("recv", q, (q,)) for q in recvfrom])
+        nph = len(recexch_neighbors(p - 1, p, k)[2])
+        for ph in range(nph):
+            if sendto >= 0:
+                rounds.append([])
+                continue
+            msgs = []
+            for q in nbrs[ph]:
+                c, o = recexch_count_offset(q, ph, kl, p)
+                msgs.append(("recv", q, tuple(range(o, o + c))))
+            c, o = recexch_count_offset(rank, ph, kl, p)
+            msgs += [("send", q, tuple(range(o, o + c))) for q in nbrs[ph]]
+            rounds.append(msgs)
+        if rem:
+            every = tuple(range(p))
+            rounds.append([("recv", sendto, every)] if sendto >= 0 else [("send", q, every) for q in recvfrom])
+        exp.append(rounds)
+    return exp
+
+
 def k_dissemination(p, k):
     # MPIR_Barrier_intra_k_dissemination (k = 2: MPIR_Barrier_intra_dissemination); a
     # message to the rank itself (j * shift a multiple of p) is not in the schedule
@@ -899,7 +952,9 @@ for k in range(2, 9):
         compare("recexch_barrier k %d" % k, bar, instance("recexch_barrier_k_%d" % k, p, extra=(radix_file,)))
         compare("k_dissemination_barrier k %d" % k, k_dissemination(p, k),
                 instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
-        checked += 3
+        compare("recexch_allgather k %d" % k, recexch_allgather(p, k),
+                instance("recexch_allgather_k_%d" % k, p, extra=(radix_file,)))
+        checked += 4
 for k in range(2, 9):
     for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
         compare("k_bruck_allgather k %d" % k, k_brucks(p, k),
