@@ -73,6 +73,7 @@ CODES = {
         "k_bruck_allgather": "KB",
         "gather_bcast_allgather": "GB",
         "recexch_allgather": "RX",
+        "recexch_halving_allgather": "RH",
     },
     "reduce_scatter": {
         "recursive_halving_reduce_scatter": "RH",

@@ -583,6 +583,69 @@ def recexch_allgather(p, k):
     return exp
 
 
+def recexch_reverse(rank, nranks, k):
+    # MPII_Recexchalgo_reverse_digits_step2
+    pofk, log = 1, 0
+    while pofk <= nranks:
+        pofk *= k
+        log += 1
+    pofk //= k
+    log -= 1
+    rem = nranks - pofk
+    T = rem * k // (k - 1)
+    s2 = rank // k if rank < T else rank - rem
+    digit, idx = [0] * log, 0
+    while s2:
+        digit[idx] = s2 % k
+        s2 //= k
+        idx += 1
+    rev = sum(digit[log - 1 - i] * k ** i for i in range(log))
+    return rev * k + (k - 1) if rev < rem // (k - 1) else rev + rem
+
+
+def recexch_halving_allgather(p, k):
+    # MPIR_Allgather_intra_recexch, recexch_type 1 (distance halving): step 1, the Sendrecv of
+    # the phase-0 ranges with the digit-reversed partner, then iteration j over the neighbours
+    # of phase nphases - 1 - j with the ranges of the digit-reversed ranks at phase j, step 3
+    exp = []
+    kl = k if p >= k else (p if p > 2 else 2)
+    rem = any(recexch_neighbors(x, p, k)[0] >= 0 for x in range(p))
+    nph = len(recexch_neighbors(p - 1, p, k)[2]) if p > 1 else 0
+    for rank in range(p):
+        if p == 1:
+            exp.append([])
+            continue
+        sendto, recvfrom, nbrs = recexch_neighbors(rank, p, k)
+        rounds = []
+        if rem:
+            rounds.append([("send", sendto, (rank,))] if sendto >= 0 else [("recv", q, (q,)) for q in recvfrom])
+        if nph > 1:
+            msgs = []
+            partner = recexch_reverse(rank, p, kl) if sendto < 0 else rank
+            if partner != rank:
+                c, o = recexch_count_offset(rank, 0, kl, p)
+                msgs.append(("send", partner, tuple(range(o, o + c))))
+                c, o = recexch_count_offset(partner, 0, kl, p)
+                msgs.append(("recv", partner, tuple(range(o, o + c))))
+            rounds.append(msgs)
+        for j in range(nph):
+            if sendto >= 0:
+                rounds.append([])
+                continue
+            row, msgs = nbrs[nph - 1 - j], []
+            for q in row:
+                c, o = recexch_count_offset(recexch_reverse(q, p, kl), j, kl, p)
+                msgs.append(("recv", q, tuple(range(o, o + c))))
+            c, o = recexch_count_offset(recexch_reverse(rank, p, kl), j, kl, p)
+            msgs += [("send", q, tuple(range(o, o + c))) for q in row]
+            rounds.append(msgs)
+        if rem:
+            every = tuple(range(p))
+            rounds.append([("recv", sendto, every)] if sendto >= 0 else [("send", q, every) for q in recvfrom])
+        exp.append(rounds)
+    return exp
+
+
 def k_dissemination(p, k):
     # MPIR_Barrier_intra_k_dissemination (k = 2: MPIR_Barrier_intra_dissemination); a
     # message to the rank itself (j * shift a multiple of p) is not in the schedule
@@ -954,7 +1017,9 @@ for k in range(2, 9):
                 instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
         compare("recexch_allgather k %d" % k, recexch_allgather(p, k),
                 instance("recexch_allgather_k_%d" % k, p, extra=(radix_file,)))
-        checked += 4
+        compare("recexch_halving_allgather k %d" % k, recexch_halving_allgather(p, k),
+                instance("recexch_halving_allgather_k_%d" % k, p, extra=(radix_file,)))
+        checked += 5
 for k in range(2, 9):
     for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
         compare("k_bruck_allgather k %d" % k, k_brucks(p, k),
