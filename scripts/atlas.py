@@ -47,6 +47,7 @@ CODES = {
         "bucket_allreduce": "Bu",
         "reduce_bcast_allreduce": "RB",
         "recursive_multiplying_allreduce": "RM",
+        "k_reduce_scatter_allgather_allreduce": "KR",
     },
     "bcast": {
         "binomial_bcast_halving": "Th",

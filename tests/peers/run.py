@@ -646,6 +646,65 @@ def recexch_halving_allgather(p, k):
     return exp
 
 
+def k_rsag_allreduce(p, k):
+    # MPIR_Allreduce_intra_k_reduce_scatter_allgather: step 1 (whole vectors to step1_sendto,
+    # reduced), the reduce-scatter (phase 0 .. n-1, j = n-1-phase: per neighbour of
+    # step2_nbrs[phase] in order, an Isend of the range of reverse(dst) at j and an Irecv of the
+    # rank's own reverse range, then a Waitall: one exchange at a time), the allgather (as
+    # the distance-halving allgather) and step 3. Blocks: the vector is split over the p_of_k
+    # step-2 ranks (MPICH's cnts / displs), block y = step-2 rank y; an original-rank range of
+    # get_count_and_offset is the blocks of the step-2 ranks inside it. The round of a
+    # reduce-scatter exchange: within its phase, the earliest slot at which both ranks have
+    # done their earlier exchanges (found by simulating every rank's queue), 2k - 3 slots.
+    if p == 1:
+        return [[]]
+    kl = k if p >= k else (p if p > 2 else 2)
+    info = [recexch_neighbors(x, p, k) for x in range(p)]
+    rem_any = any(i[0] >= 0 for i in info)
+    nph = len(info[p - 1][2])
+    p_of_k = kl ** nph
+    rem = p - p_of_k
+    T = rem * kl // (kl - 1)
+    step2 = lambda x: x // kl if x < T else x - rem
+
+    def blocks(x, ph):
+        c, o = recexch_count_offset(x, ph, kl, p)
+        return tuple(step2(y) for y in range(o, o + c) if info[y][0] < 0)
+    rs = [[[] for _ in range(nph * (2 * kl - 3))] for _ in range(p)]
+    for ph in range(nph):
+        j = nph - 1 - ph
+        queue = {x: list(info[x][2][ph]) for x in range(p) if info[x][0] < 0}
+        slot = 0
+        while any(queue.values()):
+            pairs = [(x, q[0]) for x, q in queue.items() if q and queue[q[0]] and queue[q[0]][0] == x and x < q[0]]
+            for x, y in pairs:
+                for a, b in ((x, y), (y, x)):
+                    rs[a][ph * (2 * kl - 3) + slot] += [("send", b, blocks(recexch_reverse(b, p, kl), j)),
+                                                        ("recv_reduce", b, blocks(recexch_reverse(a, p, kl), j))]
+                    queue[a].pop(0)
+            slot += 1
+    exp = []
+    every_blk = tuple(range(p_of_k))
+    for rank in range(p):
+        sendto, recvfrom, nbrs = info[rank]
+        rounds = []
+        if rem_any:
+            rounds.append([("send", sendto, every_blk)] if sendto >= 0 else [("recv_reduce", q, every_blk) for q in recvfrom])
+        rounds += rs[rank]
+        for jj in range(nph):
+            if sendto >= 0:
+                rounds.append([])
+                continue
+            row = nbrs[nph - 1 - jj]
+            msgs = [("recv", q, blocks(recexch_reverse(q, p, kl), jj)) for q in row]
+            msgs += [("send", q, blocks(recexch_reverse(rank, p, kl), jj)) for q in row]
+            rounds.append(msgs)
+        if rem_any:
+            rounds.append([("recv", sendto, every_blk)] if sendto >= 0 else [("send", q, every_blk) for q in recvfrom])
+        exp.append(rounds)
+    return exp
+
+
 def k_dissemination(p, k):
     # MPIR_Barrier_intra_k_dissemination (k = 2: MPIR_Barrier_intra_dissemination); a
     # message to the rank itself (j * shift a multiple of p) is not in the schedule
@@ -1019,7 +1078,9 @@ for k in range(2, 9):
                 instance("recexch_allgather_k_%d" % k, p, extra=(radix_file,)))
         compare("recexch_halving_allgather k %d" % k, recexch_halving_allgather(p, k),
                 instance("recexch_halving_allgather_k_%d" % k, p, extra=(radix_file,)))
-        checked += 5
+        compare("k_reduce_scatter_allgather_allreduce k %d" % k, k_rsag_allreduce(p, k),
+                instance("k_reduce_scatter_allgather_allreduce_k_%d" % k, p, extra=(radix_file,)))
+        checked += 6
 for k in range(2, 9):
     for p in list(range(1, 18)) + [25, 27, 32, 49, 64, 65]:
         compare("k_bruck_allgather k %d" % k, k_brucks(p, k),
