@@ -548,14 +548,22 @@ def recexch_count_offset(rank, phase, k, nranks):
     return orig(mx) - omin, omin + 1
 
 
-def recexch_allgather(p, k):
-    # MPIR_Allgather_intra_recexch, recexch_type 0 (distance doubling): step 1 (own block to
-    # step1_sendto; the receiver's blocks from step1_recvfrom), each phase's receives from
-    # step2_nbrs[phase] (count and offset of the neighbour) and sends of the rank's own range,
+def recexch_allgather(p, k, halving=False):
+    # MPIR_Allgather_intra_recexch: step 1 (own block to step1_sendto; the receiver's blocks
+    # from step1_recvfrom); with recexch_type 1 (halving) the Sendrecv of the phase-0 ranges
+    # with the digit-reversed partner; in iteration j the receives from step2_nbrs[j] (type 0)
+    # or step2_nbrs[nphases - 1 - j] (type 1) at the count and offset of the neighbour (its
+    # digit-reversed rank for type 1) and the sends of the rank's own (digit-reversed) range;
     # step 3 (the whole vector back)
     exp = []
     kl = k if p >= k else (p if p > 2 else 2)  # get_neighbors lowers k (and the function uses it)
     rem = any(recexch_neighbors(x, p, k)[0] >= 0 for x in range(p))
+    nph = len(recexch_neighbors(p - 1, p, k)[2]) if p > 1 else 0
+    for_offset = (lambda x: recexch_reverse(x, p, kl)) if halving else (lambda x: x)
+
+    def rng(x, ph):
+        c, o = recexch_count_offset(x, ph, kl, p)
+        return tuple(range(o, o + c))
     for rank in range(p):
         if p == 1:
             exp.append([])
@@ -564,17 +572,16 @@ def recexch_allgather(p, k):
         rounds = []
         if rem:
             rounds.append([("send", sendto, (rank,))] if sendto >= 0 else [("recv", q, (q,)) for q in recvfrom])
-        nph = len(recexch_neighbors(p - 1, p, k)[2])
-        for ph in range(nph):
+        if halving and nph > 1:
+            partner = recexch_reverse(rank, p, kl) if sendto < 0 else rank
+            rounds.append([("send", partner, rng(rank, 0)), ("recv", partner, rng(partner, 0))] if partner != rank else [])
+        for j in range(nph):
             if sendto >= 0:
                 rounds.append([])
                 continue
-            msgs = []
-            for q in nbrs[ph]:
-                c, o = recexch_count_offset(q, ph, kl, p)
-                msgs.append(("recv", q, tuple(range(o, o + c))))
-            c, o = recexch_count_offset(rank, ph, kl, p)
-            msgs += [("send", q, tuple(range(o, o + c))) for q in nbrs[ph]]
+            row = nbrs[nph - 1 - j] if halving else nbrs[j]
+            msgs = [("recv", q, rng(for_offset(q), j)) for q in row]
+            msgs += [("send", q, rng(for_offset(rank), j)) for q in row]
             rounds.append(msgs)
         if rem:
             every = tuple(range(p))
@@ -601,49 +608,6 @@ def recexch_reverse(rank, nranks, k):
         idx += 1
     rev = sum(digit[log - 1 - i] * k ** i for i in range(log))
     return rev * k + (k - 1) if rev < rem // (k - 1) else rev + rem
-
-
-def recexch_halving_allgather(p, k):
-    # MPIR_Allgather_intra_recexch, recexch_type 1 (distance halving): step 1, the Sendrecv of
-    # the phase-0 ranges with the digit-reversed partner, then iteration j over the neighbours
-    # of phase nphases - 1 - j with the ranges of the digit-reversed ranks at phase j, step 3
-    exp = []
-    kl = k if p >= k else (p if p > 2 else 2)
-    rem = any(recexch_neighbors(x, p, k)[0] >= 0 for x in range(p))
-    nph = len(recexch_neighbors(p - 1, p, k)[2]) if p > 1 else 0
-    for rank in range(p):
-        if p == 1:
-            exp.append([])
-            continue
-        sendto, recvfrom, nbrs = recexch_neighbors(rank, p, k)
-        rounds = []
-        if rem:
-            rounds.append([("send", sendto, (rank,))] if sendto >= 0 else [("recv", q, (q,)) for q in recvfrom])
-        if nph > 1:
-            msgs = []
-            partner = recexch_reverse(rank, p, kl) if sendto < 0 else rank
-            if partner != rank:
-                c, o = recexch_count_offset(rank, 0, kl, p)
-                msgs.append(("send", partner, tuple(range(o, o + c))))
-                c, o = recexch_count_offset(partner, 0, kl, p)
-                msgs.append(("recv", partner, tuple(range(o, o + c))))
-            rounds.append(msgs)
-        for j in range(nph):
-            if sendto >= 0:
-                rounds.append([])
-                continue
-            row, msgs = nbrs[nph - 1 - j], []
-            for q in row:
-                c, o = recexch_count_offset(recexch_reverse(q, p, kl), j, kl, p)
-                msgs.append(("recv", q, tuple(range(o, o + c))))
-            c, o = recexch_count_offset(recexch_reverse(rank, p, kl), j, kl, p)
-            msgs += [("send", q, tuple(range(o, o + c))) for q in row]
-            rounds.append(msgs)
-        if rem:
-            every = tuple(range(p))
-            rounds.append([("recv", sendto, every)] if sendto >= 0 else [("send", q, every) for q in recvfrom])
-        exp.append(rounds)
-    return exp
 
 
 def k_rsag_allreduce(p, k):
@@ -1076,7 +1040,7 @@ for k in range(2, 9):
                 instance("k_dissemination_barrier_k_%d" % k, p, extra=(radix_file,)))
         compare("recexch_allgather k %d" % k, recexch_allgather(p, k),
                 instance("recexch_allgather_k_%d" % k, p, extra=(radix_file,)))
-        compare("recexch_halving_allgather k %d" % k, recexch_halving_allgather(p, k),
+        compare("recexch_halving_allgather k %d" % k, recexch_allgather(p, k, halving=True),
                 instance("recexch_halving_allgather_k_%d" % k, p, extra=(radix_file,)))
         compare("k_reduce_scatter_allgather_allreduce k %d" % k, k_rsag_allreduce(p, k),
                 instance("k_reduce_scatter_allgather_allreduce_k_%d" % k, p, extra=(radix_file,)))
