@@ -42,6 +42,10 @@ struct SelectionTable {
 bool parse_selection_table(const std::string& text, const std::string& source, SelectionTable& table,
                            std::string* error);
 
+/// Empty when every rule of `table` names "mpi" or a schedule of `programs` of the rule's
+/// collective (by its name or prefix + name; emit/mpi/dispatch.cpp); otherwise the first bad rule, one sentence.
+std::string check_dispatch_table(const SelectionTable& table, const std::vector<const RankProgram*>& programs,
+                                 const std::string& prefix);
 /// Options of `bine-cc compile` that every target honours.
 struct EmitOptions {
   /// Prefix of every generated C symbol (`<prefix><schedule>`, `<prefix><schedule>_applicable`,
@@ -68,12 +72,25 @@ struct TargetFeatures {
   bool permute = false;                 ///< local `permute`
   bool composition = false;             ///< `phase x = other_schedule(...)`
   bool frames = false;                  ///< `frames { ... }` (table-driven BBS broadcast)
+  /// Target analyses and options, which the driver runs or accepts only where stated:
+  bool dispatch = false;  ///< `compile --dispatch FILE`: a dispatcher per collective of a selection table
+  /// the static landing layout (`check --landing`) of bcast/allgather/gather/scatter
+  /// schedules is computed and handed over in ProofSummary::landing_direct
+  bool landing = false;
 };
 
-/// The features of a target whose transport sits below the runtime's round pipeline
-/// (`bine::mpi::BasicContext<Transport>`, bine/mpi_runtime.hpp): all eight collectives and
-/// every language feature, since the pipeline lowers them above the transport. The `mpi`
-/// and `utofu` targets; a target with a runtime of its own states its own features.
+/// A C name a target's files define, and what defines it: the target's own functions
+/// (`schedule` null), or a function of `schedule`. The driver refuses two equal names.
+struct DefinedName {
+  std::string name;
+  std::string what;  ///< "a function of the header itself", "a dispatcher of --dispatch t.json", "schedule 'x'"
+  const ScheduleDecl* schedule = nullptr;
+};
+
+/// The language features of a target whose runtime runs the round pipeline
+/// (`bine::mpi::BasicContext<Transport>`, bine/mpi_runtime.hpp, or the device planner):
+/// every collective and every language feature, since the pipeline lowers them above the
+/// transport; no target analyses or options (a target adds its own).
 const TargetFeatures& round_pipeline_features();
 
 /// One file a target writes: `suffix` appended to the output path (empty for the main file,
@@ -91,8 +108,14 @@ class Target {
   virtual const char* name() const = 0;
   /// One line for `bine-cc compile --help`: what it emits and over which runtime.
   virtual const char* summary() const = 0;
-  /// What the target can lower (unsupported() checks schedules against it).
+  /// What the target can lower (unsupported() checks schedules against it) and which
+  /// analyses and options it takes.
   virtual const TargetFeatures& features() const = 0;
+  /// Every external C name the files for `schedules` define under `options` (prefix,
+  /// dispatch table): the target's own first, then per schedule each name a form of it may
+  /// take (also forms only some proofs enable), in a fixed order.
+  virtual std::vector<DefinedName> defined_names(const std::vector<const ScheduleDecl*>& schedules,
+                                                 const EmitOptions& options) const = 0;
   /// The files for the lowered `programs` (all supported, verified; `proofs` parallel to
   /// them). The RankProgram is a target's only view of a schedule.
   virtual std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs,

@@ -25,7 +25,7 @@
 #include "check.h"
 #include "cost.h"
 #include "draw.h"
-#include "emit_mpi.h"
+#include "emit_body.h"
 #include "target.h"
 #include "instantiate.h"
 #include "machine.h"
@@ -303,9 +303,12 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   }
   SelectionTable table;  // --dispatch
   if (!dispatch_file.empty()) {
-    if (std::string(target->name()) != "mpi" && std::string(target->name()) != "utofu") {
-      report_error(c.format, std::string("--dispatch: target ") + target->name() +
-                                 " has no dispatchers (the mpi and utofu targets do)");
+    if (!target->features().dispatch) {
+      std::string with;
+      for (const Target* t : targets())
+        if (t->features().dispatch) with += (with.empty() ? "" : " and ") + std::string(t->name());
+      report_error(c.format, std::string("--dispatch: target ") + target->name() + " has no dispatchers (the " + with +
+                                 " targets do)");
       return 2;
     }
     std::ifstream in(dispatch_file, std::ios::binary);
@@ -331,25 +334,16 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
   std::vector<const RankProgram*> emit;
   std::vector<ProofSummary> proofs;
   const std::vector<const ScheduleDecl*> chosen = selected(prog, c.only, diags);
-  // Every C name the header defines: the header's own, then per schedule its function and
-  // the functions derived from it. Two equal names would not link: an error at the schedule.
+  // Every C name the target's files define (Target::defined_names): two equal names would
+  // not link, an error at the (later) schedule.
   std::map<std::string, std::string> defined;  // name -> what defines it
-  for (const char* own : {"plan", "plan_s", "plan_start", "plan_free", "last_error", "request", "request_s", "test", "wait",
-                          "waitall"})
-    defined[eopt.prefix + own] = "a function of the header itself";
-  if (eopt.dispatch)
-    for (const std::string& name : dispatch_names(*eopt.dispatch, eopt.prefix))
-      defined[name] = "a dispatcher of --dispatch " + dispatch_file;
   std::set<const ScheduleDecl*> clashing;
-  for (const ScheduleDecl* s : chosen) {
-    const std::string f = emitted_function_name(*s, eopt.prefix);
-    for (const char* suffix : {"", "_applicable", "_requires", "_init", "_i", "_v"}) {
-      const auto [it, fresh] = defined.emplace(f + suffix, "schedule '" + s->name + "'");
-      if (fresh) continue;
-      diags.error(s->name_span, "the generated name '" + f + suffix + "' of schedule '" + s->name + "' is also defined by " +
-                                    it->second + "; rename the schedule");
-      clashing.insert(s);
-    }
+  for (const DefinedName& d : target->defined_names(chosen, eopt)) {
+    const auto [it, fresh] = defined.emplace(d.name, d.what);
+    if (fresh || !d.schedule) continue;
+    diags.error(d.schedule->name_span, "the generated name '" + d.name + "' of schedule '" + d.schedule->name +
+                                           "' is also defined by " + it->second + "; rename the schedule");
+    clashing.insert(d.schedule);
   }
   for (const ScheduleDecl* s : chosen) {
     if (clashing.count(s)) continue;
@@ -375,14 +369,15 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
     ProofSummary pf = rep.proof();
     pf.p_lo = opt.p_lo;
     pf.p_hi = opt.p_hi;
-    // The uTofu target lands every transfer of a schedule straight in the receivers'
-    // buffers when the static landing layout proves all of them direct (docs/utofu.md,
-    // "Static landing layout"); collectives with one count on every rank only, and not
-    // phases on sub-groups (regions follow the machine at run time, not the layout proved).
+    // A target with the landing feature (uTofu) lands every transfer of a schedule straight
+    // in the receivers' buffers when the static landing layout proves all of them direct
+    // (docs/utofu.md, "Static landing layout"); collectives with one count on every rank
+    // only, and not phases on sub-groups (regions follow the machine at run time, not the
+    // layout proved).
     const Collective k = s->collective;
     bool on_groups = false;
     for (const InlinedUse& u : rp->uses) on_groups |= u.group != GroupKind::none;
-    if (std::string(target->name()) == "utofu" && !on_groups &&
+    if (target->features().landing && !on_groups &&
         (k == Collective::bcast || k == Collective::allgather || k == Collective::gather || k == Collective::scatter)) {
       const LandingReport lr = landing_schedule(prog, *s, opt, diags);
       if (lr.analysed && lr.count.transfers > 0 && lr.count.direct == lr.count.transfers) {

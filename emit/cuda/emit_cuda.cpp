@@ -2,9 +2,8 @@
 
 #include <cctype>
 #include <sstream>
-#include <stdexcept>
 
-#include "emit_mpi.h"
+#include "emit_body.h"
 
 namespace bine {
 
@@ -41,22 +40,10 @@ std::string upper(std::string s) {
   return s;
 }
 
-std::string rename_body(std::string body) {
-  // The MPI target's body over the device plan context: the same calls, other names.
-  const std::pair<const char*, const char*> subst[] = {
-      {"bine::mpi::Context& cx", "bine::dev::PlanContext& cx"},
-      {"bine::mpi::PlanCache", "bine::dev::PlanCache"},
-      {"bine::mpi::bind_regions", "bine::dev::bind_regions"},
-      {"MPI_SUCCESS", "bine::dev::kOk"},
-      {"MPI_ERR_OTHER", "bine::dev::kErrOther"},
-  };
-  for (const auto& [from, to] : subst)
-    for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + std::string(to).size()))
-      body.replace(at, std::string(from).size(), to);
-  if (body.find("MPI_") != std::string::npos || body.find("bine::mpi::") != std::string::npos)
-    throw std::logic_error("emit_cuda: a schedule body names MPI (" + body.substr(body.find("MPI"), 40) + ")");
-  return body;
-}
+/// The body API's names in the device planner (bine::dev::PlanContext, bine/device_plan.hpp):
+/// the bodies run on the host to build each call shape's plan once.
+const BodyDialect kDeviceBody = {"bine::dev::PlanContext", "bine::dev::PlanCache", "bine::dev::bind_regions",
+                                 "bine::dev::kOk", "bine::dev::kErrOther"};
 
 const Collective kOrder[] = {Collective::allreduce, Collective::bcast,          Collective::reduce,
                              Collective::allgather, Collective::gather,         Collective::scatter,
@@ -64,6 +51,17 @@ const Collective kOrder[] = {Collective::allreduce, Collective::bcast,          
                              Collective::exscan};
 
 }  // namespace
+
+std::vector<DefinedName> cuda_defined_names(const std::vector<const ScheduleDecl*>& schedules, const EmitOptions& options) {
+  std::vector<DefinedName> out;
+  for (const char* own : {"cuda_comm_init_inproc", "cuda_comm_init_nccl", "cuda_comm_init_mpi", "cuda_comm_free",
+                          "cuda_last_error"})
+    out.push_back({options.prefix + own, "a function of the header itself", nullptr});
+  for (const ScheduleDecl* s : schedules)
+    for (const char* suffix : {"_cuda", "_cuda_inproc", "_cuda_applicable"})
+      out.push_back({emitted_function_name(*s, options.prefix) + suffix, "schedule '" + s->name + "'", s});
+  return out;
+}
 
 std::string emit_cuda_header(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                              const EmitOptions& options) {
@@ -140,7 +138,7 @@ std::string emit_cuda_source(const std::vector<const RankProgram*>& programs, co
   for (size_t i = 0; i < programs.size(); ++i) {
     const ScheduleDecl& s = *programs[i]->decl;
     o << "// schedule " << s.name << " (" << s.name_span.file->name << ":" << s.name_span.line << ")\n";
-    o << rename_body(emit_schedule_body(*programs[i], prefix)) << "\n";
+    o << emit_schedule_body(*programs[i], prefix, kDeviceBody) << "\n";
     o << "static const int64_t bine_order_" << prefix << s.name << "[][2] = {";
     if (proofs[i].order_ranges.empty()) o << "{0, -1}";
     for (size_t k = 0; k < proofs[i].order_ranges.size(); ++k)

@@ -27,6 +27,10 @@ class CudaTarget final : public Target {
     }();
     return f;
   }
+  std::vector<DefinedName> defined_names(const std::vector<const ScheduleDecl*>& schedules,
+                                         const EmitOptions& options) const override {
+    return cuda_defined_names(schedules, options);
+  }
   std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                                 const EmitOptions& options) const override {
     return {{"", emit_cuda_header(programs, proofs, options)}, {".cu", emit_cuda_source(programs, proofs, options)}};

@@ -13,7 +13,18 @@ class MpiTarget final : public Target {
   const char* summary() const override {
     return "C/C++ header: one function per schedule with the MPI collective's signature (bine/mpi_runtime.hpp)";
   }
-  const TargetFeatures& features() const override { return round_pipeline_features(); }
+  const TargetFeatures& features() const override {
+    static const TargetFeatures f = [] {
+      TargetFeatures t = round_pipeline_features();
+      t.dispatch = true;
+      return t;
+    }();
+    return f;
+  }
+  std::vector<DefinedName> defined_names(const std::vector<const ScheduleDecl*>& schedules,
+                                         const EmitOptions& options) const override {
+    return mpi_abi_defined_names(schedules, options);
+  }
   std::vector<EmittedFile> emit(const std::vector<const RankProgram*>& programs, const std::vector<ProofSummary>& proofs,
                                 const EmitOptions& options) const override {
     return {{"", emit_mpi_header(programs, proofs, options)}};

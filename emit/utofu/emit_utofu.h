@@ -1,8 +1,10 @@
 // The uTofu emitter: RankProgram (compiler/ir/lower.h) -> one C/C++ header whose functions have
 // the MPI collectives' signatures and move every byte with uTofu one-sided puts
-// (docs/utofu.md). The functions are the MPI target's (the same front end, arithmetic and
-// round pipeline); the header includes bine/utofu_runtime.hpp, which runs them over
-// bine::utofu::UtofuTransport instead of MPI point-to-point.
+// (docs/utofu.md). The functions are the MPI collectives' C ABI (emit/mpi/emit_mpi.h: the same
+// front end, arithmetic and round pipeline) in this target's dialect: the header includes
+// bine/utofu_runtime.hpp, which runs them over bine::utofu::UtofuTransport instead of MPI
+// point-to-point, and the persistent forms of schedules proved to land directly put straight
+// into the receivers' buffers.
 #pragma once
 #include <string>
 #include <vector>
@@ -12,6 +14,10 @@
 #include "target.h"
 
 namespace bine {
+
+struct MpiAbiDialect;
+/// The uTofu target's dialect of the MPI collectives' C ABI.
+const MpiAbiDialect& utofu_abi_dialect();
 
 /// The header for the lowered `programs` (verified; `proofs` parallel to them), deterministic;
 /// link the program against the uTofu library (on Fugaku) or runtime/utofu_emu (elsewhere).

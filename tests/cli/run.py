@@ -313,6 +313,11 @@ def main():
              ["compile", clash, "--schedule", "plan_start", "--verify-ranks", "1..4", "-o", out_h],
              1, err=r"'bcc_plan_start' of schedule 'plan_start' is also defined by a function of the header itself")
         case("compile: x alone has no clash", ["compile", clash, "--schedule", "x", "--verify-ranks", "1..4", "-o", out_h], 0)
+        # The clash check is the target's names (Target::defined_names): the cuda target's
+        # functions are <stem>_cuda, _cuda_inproc, _cuda_applicable and its own cuda_*, so
+        # the three schedules have distinct names there.
+        case("compile --target cuda: the mpi target's clashes are not the cuda target's",
+             ["compile", clash, "--target", "cuda", "--verify-ranks", "1..4", "-o", out_h], 0)
         empty = os.path.join(tmp, "empty.bine")
         open(empty, "w").close()
         case("an empty input is an error, not a silent OK", ["check", empty], 1, err=r"no schedule in the input files")

@@ -3,6 +3,9 @@
 // phrases are read off the library sources (the fold line, the composed schedule's name).
 #include <doctest/doctest.h>
 
+#include <regex>
+#include <set>
+
 #include "library.h"
 #include "target.h"
 
@@ -18,6 +21,9 @@ class FakeTarget final : public Target {
   const char* name() const override { return "fake"; }
   const char* summary() const override { return "test double"; }
   const TargetFeatures& features() const override { return f_; }
+  std::vector<DefinedName> defined_names(const std::vector<const ScheduleDecl*>&, const EmitOptions&) const override {
+    return {};
+  }
   std::vector<EmittedFile> emit(const std::vector<const RankProgram*>&, const std::vector<ProofSummary>&,
                                 const EmitOptions&) const override {
     return {};
@@ -93,4 +99,59 @@ TEST_CASE("target features: a missing fold, collective or feature is named, thro
 TEST_CASE("valid_prefix: empty or a C identifier") {
   for (const char* ok : {"", "bcc_", "my_", "_x", "X9_"}) CHECK_MESSAGE(valid_prefix(ok), ok);
   for (const char* bad : {"1x", "a-b", "a b", "é_", "x."}) CHECK_MESSAGE(!valid_prefix(bad), bad);
+}
+
+TEST_CASE("defined_names: every external C function a target's files define is declared to the clash check") {
+  // The oracle is the emitted text itself: each `extern "C" ... NAME(` definition must be
+  // among Target::defined_names, so the driver's clash check sees every name that links.
+  // One schedule per collective, with the proof flags that enable the irregular forms and
+  // the landing form set, under a dispatch table naming each collective.
+  std::vector<const ScheduleDecl*> chosen;
+  std::vector<std::unique_ptr<RankProgram>> lowered;
+  std::vector<const RankProgram*> programs;
+  std::vector<ProofSummary> proofs;
+  for (const char* n : {"ring_allreduce", "bine_bcast_lat", "ring_allgather", "bruck_alltoall", "bine_gather",
+                        "dissemination_barrier", "pairwise_reduce_scatter"}) {
+    const ScheduleDecl& s = sched(n);
+    auto rp = std::make_unique<RankProgram>();
+    DiagnosticSink d;
+    REQUIRE(lower(library(), s, *rp, d));
+    ProofSummary pf;
+    pf.p_lo = 1, pf.p_hi = 8;
+    pf.keeps_blocks = pf.direct = pf.landing_direct = true;
+    pf.landing_lo = 1, pf.landing_hi = 8;
+    chosen.push_back(&s);
+    programs.push_back(rp.get());
+    proofs.push_back(pf);
+    lowered.push_back(std::move(rp));
+  }
+  SelectionTable table;
+  std::string err;
+  REQUIRE(parse_selection_table(R"({"allreduce": [{"schedule": "ring_allreduce"}], "bcast": [{"schedule": "mpi"}]})",
+                                "t.json", table, &err));
+  for (const Target* t : targets()) {
+    EmitOptions opt;
+    opt.prefix = "pfx_";
+    if (t->features().dispatch) opt.dispatch = &table;
+    std::vector<const ScheduleDecl*> supported;
+    std::vector<const RankProgram*> progs;
+    std::vector<ProofSummary> pfs;
+    for (size_t i = 0; i < programs.size(); ++i)
+      if (bine::unsupported(*t, *programs[i]).empty()) {
+        supported.push_back(chosen[i]);
+        progs.push_back(programs[i]);
+        pfs.push_back(proofs[i]);
+      }
+    std::set<std::string> declared;
+    for (const DefinedName& d : t->defined_names(supported, opt)) {
+      CHECK_MESSAGE(d.name.rfind("pfx_", 0) == 0, std::string(t->name()) << ": " << d.name);
+      declared.insert(d.name);
+    }
+    const std::regex def(R"(extern "C" [A-Za-z_ *]*?\b(pfx_[A-Za-z0-9_]+)\()");
+    size_t seen = 0;
+    for (const EmittedFile& f : t->emit(progs, pfs, opt))
+      for (std::sregex_iterator it(f.text.begin(), f.text.end(), def), end; it != end; ++it, ++seen)
+        CHECK_MESSAGE(declared.count((*it)[1].str()), std::string(t->name()) << " defines " << (*it)[1].str() << " undeclared");
+    CHECK_MESSAGE(seen > 20, std::string(t->name()));  // the scan found the definitions
+  }
 }
