@@ -13,34 +13,13 @@
 #include <vector>
 
 #include "ast.h"
+#include "bine/selection_table.hpp"
 #include "lower.h"
 #include "proof.h"
 
 namespace bine {
 
-/// One rule of a selection table (docs/pmpi.md, "Selection table"): closed ranges of p and
-/// of message bytes, and the schedule's name (as written in the .bine source, or with the
-/// prefix) or "mpi" (the MPI library's own collective).
-struct SelectionRule {
-  int64_t p_min = 1, p_max = INT64_MAX;
-  uint64_t bytes_min = 0, bytes_max = UINT64_MAX;
-  std::string schedule;
-  bool any_bracketing = false;  ///< "any_bracketing": serves operators that need the same bracketing anyway
-};
-
-/// A selection table as `bine-cc compile --dispatch FILE` reads it: per collective key (the
-/// PMPI library's: "allreduce", ..., "reduce_scatter_block", ...; table order kept) its rules.
-struct SelectionTable {
-  std::string source;  ///< the file it was read from (for messages)
-  std::vector<std::pair<std::string, std::vector<SelectionRule>>> collectives;
-};
-
-/// Parses a selection table (JSON, the schema of docs/pmpi.md: an object of collective keys,
-/// each a list of rules with optional p_min, p_max, bytes_min, bytes_max, non-negative
-/// integers, and a required "schedule" string; no other fields). False with `*error` set
-/// to one sentence naming the collective and rule index on malformed input.
-bool parse_selection_table(const std::string& text, const std::string& source, SelectionTable& table,
-                           std::string* error);
+// SelectionRule, SelectionTable, parse_selection_table(): bine/selection_table.hpp.
 
 /// Empty when every rule of `table` names "mpi" or a schedule of `programs` of the rule's
 /// collective (by its name or prefix + name; emit/mpi/dispatch.cpp); otherwise the first bad rule, one sentence.

@@ -37,7 +37,6 @@
 
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 
 // The runtime's own completion and collective calls (MPI_Testall, MPI_Ibcast, ...) go to
 // PMPI_ directly: this library's interceptors must not see them (they would re-enter it).
@@ -46,6 +45,7 @@
 #include "bine/mpi_signatures.hpp"
 #include "bine_lib.h"
 #include "bine/dispatch.hpp"
+#include "bine/selection_table.hpp"
 
 namespace {
 
@@ -291,63 +291,33 @@ Config g;
   std::abort();
 }
 
-uint64_t json_uint(const nlohmann::json& rule, const char* key, uint64_t dflt, const std::string& where) {
-  if (!rule.contains(key)) return dflt;
-  const auto& v = rule.at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < 0)
-    config_error(where + ": \"" + key + "\" must be a non-negative integer");
-  return v.get<uint64_t>();
-}
-
-/// Parses a selection table (docs/pmpi.md) into g.rules; any error aborts with its text.
+/// Parses a selection table (docs/pmpi.md; bine/selection_table.hpp) into g.rules, each
+/// schedule name resolved against this library's; any error aborts with its text.
 void parse_table(const std::string& text, const std::string& source) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    config_error("selection table " + source + " is not valid JSON: " + e.what());
-  }
-  if (!doc.is_object()) config_error("selection table " + source + ": the top level must be an object");
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
+  bine::SelectionTable table;
+  std::string error;
+  if (!bine::parse_selection_table(text, source, table, &error)) config_error(error);
+  for (const auto& [key, rules] : table.collectives) {
     int c = -1;
     for (int i = 0; i < kNumColl; ++i)
-      if (it.key() == kCollName[i]) c = i;
-    if (c < 0) {
-      std::string known;
-      for (int i = 0; i < kNumColl; ++i) known += std::string(i ? ", " : "") + kCollName[i];
-      config_error("selection table " + source + ": unknown collective \"" + it.key() + "\" (known: " + known + ")");
-    }
-    if (!it.value().is_array())
-      config_error("selection table " + source + ": \"" + it.key() + "\" must be a list of rules");
-    std::vector<Rule> rules;
-    int n = 0;
-    for (const auto& r : it.value()) {
-      const std::string where = "selection table " + source + ": " + it.key() + " rule " + std::to_string(n++);
-      if (!r.is_object()) config_error(where + ": a rule must be an object");
-      for (auto f = r.begin(); f != r.end(); ++f)
-        if (f.key() != "p_min" && f.key() != "p_max" && f.key() != "bytes_min" && f.key() != "bytes_max" &&
-            f.key() != "schedule" && f.key() != "any_bracketing")
-          config_error(where + ": unknown field \"" + f.key() + "\"");
+      if (key == kCollName[i]) c = i;
+    g.rules[c].clear();
+    for (size_t k = 0; k < rules.size(); ++k) {
+      const bine::SelectionRule& r = rules[k];
       Rule rule;
-      if (r.contains("any_bracketing")) {
-        if (!r.at("any_bracketing").is_boolean()) config_error(where + ": \"any_bracketing\" must be true or false");
-        rule.any_bracketing = r.at("any_bracketing").get<bool>();
-      }
-      rule.p_min = int64_t(json_uint(r, "p_min", 1, where));
-      rule.p_max = int64_t(json_uint(r, "p_max", uint64_t(std::numeric_limits<int64_t>::max()), where));
-      rule.bytes_min = json_uint(r, "bytes_min", 0, where);
-      rule.bytes_max = json_uint(r, "bytes_max", std::numeric_limits<uint64_t>::max(), where);
-      if (!r.contains("schedule") || !r.at("schedule").is_string())
-        config_error(where + ": \"schedule\" (a string) is required");
-      const std::string name = r.at("schedule").get<std::string>();
-      if (name != "mpi") {
-        rule.schedule = find_schedule(Coll(c), name);
+      rule.p_min = r.p_min;
+      rule.p_max = r.p_max;
+      rule.bytes_min = r.bytes_min;
+      rule.bytes_max = r.bytes_max;
+      rule.any_bracketing = r.any_bracketing;
+      if (r.schedule != "mpi") {
+        rule.schedule = find_schedule(Coll(c), r.schedule);
         if (rule.schedule < 0)
-          config_error(where + ": schedule \"" + name + "\" is not a " + kCollName[c] + " schedule of this library");
+          config_error("selection table " + source + ": " + key + " rule " + std::to_string(k) + ": schedule \"" +
+                       r.schedule + "\" is not a " + kCollName[c] + " schedule of this library");
       }
-      rules.push_back(rule);
+      g.rules[c].push_back(rule);
     }
-    g.rules[c] = rules;
   }
 }
 

@@ -5,7 +5,6 @@
 // (runtime/include/bine/dispatch.hpp), shared with the PMPI drop-in library.
 #include <algorithm>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "emit_mpi.h"
@@ -68,12 +67,6 @@ const DispatchForm* find_form(const std::string& key) {
   return nullptr;
 }
 
-std::string known_keys() {
-  std::string s;
-  for (const DispatchForm& f : kForms) s += std::string(s.empty() ? "" : ", ") + collective_key(f.collective);
-  return s;
-}
-
 /// The schedules of `programs` a rule may name for collective c, as emitted_function_name().
 const RankProgram* find_program(const std::vector<const RankProgram*>& programs, Collective c, const std::string& name,
                                 const std::string& prefix) {
@@ -103,83 +96,6 @@ std::string bound(uint64_t v) {
 }
 
 }  // namespace
-
-bool parse_selection_table(const std::string& text, const std::string& source, SelectionTable& table,
-                           std::string* error) {
-  table = SelectionTable{};
-  table.source = source;
-  nlohmann::ordered_json doc;
-  try {
-    doc = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    *error = "selection table " + source + " is not valid JSON: " + e.what();
-    return false;
-  }
-  if (!doc.is_object()) {
-    *error = "selection table " + source + ": the top level must be an object";
-    return false;
-  }
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    if (!find_form(it.key())) {
-      *error = "selection table " + source + ": unknown collective \"" + it.key() + "\" (known: " + known_keys() + ")";
-      return false;
-    }
-    if (!it.value().is_array()) {
-      *error = "selection table " + source + ": \"" + it.key() + "\" must be a list of rules";
-      return false;
-    }
-    std::vector<SelectionRule> rules;
-    for (const auto& r : it.value()) {
-      const std::string where = "selection table " + source + ": " + it.key() + " rule " + std::to_string(rules.size());
-      if (!r.is_object()) {
-        *error = where + ": a rule must be an object";
-        return false;
-      }
-      SelectionRule rule;
-      for (auto f = r.begin(); f != r.end(); ++f) {
-        const std::string& k = f.key();
-        if (k == "schedule") {
-          if (!f.value().is_string()) {
-            *error = where + ": \"schedule\" must be a string";
-            return false;
-          }
-          rule.schedule = f.value().get<std::string>();
-          continue;
-        }
-        if (k == "any_bracketing") {
-          if (!f.value().is_boolean()) {
-            *error = where + ": \"any_bracketing\" must be true or false";
-            return false;
-          }
-          rule.any_bracketing = f.value().get<bool>();
-          continue;
-        }
-        if (k != "p_min" && k != "p_max" && k != "bytes_min" && k != "bytes_max") {
-          *error = where + ": unknown field \"" + k + "\"";
-          return false;
-        }
-        if (!f.value().is_number_unsigned()) {
-          *error = where + ": \"" + k + "\" must be a non-negative integer";
-          return false;
-        }
-        const uint64_t v = f.value().get<uint64_t>();
-        if (k == "p_min" || k == "p_max") {
-          const int64_t pv = v > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(v);
-          (k == "p_min" ? rule.p_min : rule.p_max) = pv;
-        } else {
-          (k == "bytes_min" ? rule.bytes_min : rule.bytes_max) = v;
-        }
-      }
-      if (rule.schedule.empty()) {
-        *error = where + ": \"schedule\" (a schedule name or \"mpi\") is required";
-        return false;
-      }
-      rules.push_back(rule);
-    }
-    table.collectives.emplace_back(it.key(), std::move(rules));
-  }
-  return true;
-}
 
 std::vector<std::string> dispatch_names(const SelectionTable& table, const std::string& prefix) {
   std::vector<std::string> names;

@@ -64,5 +64,11 @@ diff <(grep '^checksum' "$tmp/ref4") <(grep '^checksum' "$tmp/o") || fail "table
 grep -Eq '^  allreduce: .*bcc_recursive_doubling_allreduce [1-9]' "$tmp/oerr" || fail "table file: schedule not used"
 grep -Eq '^  bcast: .*bine 0 calls.*no table rule applies' "$tmp/oerr" || fail "table file: bcast not left to MPI"
 echo "table file:"; cat "$tmp/oerr"
+# A p bound above INT64_MAX means "no bound" (the parser every reader shares,
+# bine/selection_table.hpp), as for compile --dispatch (this library used to refuse it as negative).
+echo '{"allreduce": [ {"p_max": 18446744073709551615, "schedule": "recursive_doubling_allreduce"} ]}' >"$tmp/huge.json"
+run -np 4 -x LD_PRELOAD="$lib" -x BINE_PMPI_REPORT=1 -x BINE_PMPI_TABLE="$tmp/huge.json" "$app" >"$tmp/h" 2>"$tmp/herr" || fail "huge p_max: exited $?"
+diff <(grep '^checksum' "$tmp/ref4") <(grep '^checksum' "$tmp/h") || fail "huge p_max: checksums differ"
+grep -Eq '^  allreduce: .*bcc_recursive_doubling_allreduce [1-9]' "$tmp/herr" || { cat "$tmp/herr"; fail "huge p_max: the rule never matched"; }
 [ $status = 0 ] && echo "pmpi_dropin: PASS" || echo "pmpi_dropin: FAIL"
 exit $status
