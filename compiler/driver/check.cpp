@@ -62,16 +62,22 @@ std::vector<bool> commutative_values(const ScheduleDecl& s) {
 
 CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
                            DiagnosticSink& diags) {
-  CheckReport rep;
-  const std::vector<bool> comm_values = commutative_values(s);
-  const bool rooted = collective_is_rooted(s.collective);
-  RankProgram rp;  // lowered once, instantiated for every p, root and `commutative`
+  RankProgram rp;
   if (!lower(program, s, rp, diags)) {
+    CheckReport rep;
     rep.ok = false;
     rep.failed_p = opt.p_lo;
     rep.failed_root = 0;
     return rep;
   }
+  return check_schedule(rp, opt, diags);
+}
+
+CheckReport check_schedule(const RankProgram& rp, const CheckOptions& opt, DiagnosticSink& diags) {
+  CheckReport rep;
+  const ScheduleDecl& s = *rp.decl;  // instantiated for every p, root and `commutative`
+  const std::vector<bool> comm_values = commutative_values(s);
+  const bool rooted = collective_is_rooted(s.collective);
   // A program that treats every root alike (symmetry.h) needs only root 0's instance.
   RootSymmetry sym;
   if (rooted && opt.rotation && opt.symmetry) {
@@ -241,7 +247,7 @@ CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const 
                                          "), which the root symmetry proved: every p is checked again without it");
           CheckOptions plain = opt;
           plain.symmetry = false;
-          CheckReport again = check_schedule(program, s, plain, diags);
+          CheckReport again = check_schedule(rp, plain, diags);
           again.symmetry_reason = "the proof does not hold at " + where;
           return again;
         }
@@ -404,9 +410,14 @@ std::string report_json(const ScheduleDecl& s, const CheckReport& r, const Check
 
 LandingReport landing_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
                                DiagnosticSink& diags) {
-  LandingReport rep;
   RankProgram rp;
-  if (!lower(program, s, rp, diags)) return rep;
+  if (!lower(program, s, rp, diags)) return LandingReport{};
+  return landing_schedule(rp, opt);
+}
+
+LandingReport landing_schedule(const RankProgram& rp, const CheckOptions& opt) {
+  LandingReport rep;
+  const ScheduleDecl& s = *rp.decl;
   const int64_t hi = std::min(opt.p_hi, kLandingMaxRanks);
   if (opt.p_lo > hi) return rep;
   rep.analysed = true;

@@ -6,6 +6,7 @@
 
 #include "ast.h"
 #include "landing.h"
+#include "lower.h"
 #include "proof.h"
 #include "verify.h"
 
@@ -120,8 +121,12 @@ bool default_commutative(const ScheduleDecl& s);
 /// Roots to verify for a schedule at process count p.
 std::vector<int64_t> roots_for(const ScheduleDecl& s, int64_t p, const CheckOptions& opt);
 
-/// Verifies `s` for every p in [p_lo, p_hi] and the roots of roots_for(); stops at the first
-/// failing instance (its counterexample is in `diags`).
+/// Verifies the lowered schedule `rp` for every p in [p_lo, p_hi] and the roots of
+/// roots_for(); stops at the first failing instance (its counterexample is in `diags`).
+/// The pipeline's verify stage (pipeline.h).
+CheckReport check_schedule(const RankProgram& rp, const CheckOptions& opt, DiagnosticSink& diags);
+/// Lowers `s` (a lowering error: not ok, at p_lo, in `diags`) and verifies it as above; for
+/// callers that hold no lowered program (tests, fuzzing).
 CheckReport check_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
                            DiagnosticSink& diags);
 
@@ -160,6 +165,8 @@ struct LandingReport {
 /// Derives and proves the landing layout of `s` (which must have passed check_schedule()
 /// with `opt`): every origin starts direct; each violation found stages its send and
 /// receive origins; the instances are checked again until a pass stages nothing.
+LandingReport landing_schedule(const RankProgram& rp, const CheckOptions& opt);
+/// Lowers `s` (a lowering error: not analysed, in `diags`), then as above.
 LandingReport landing_schedule(const Program& program, const ScheduleDecl& s, const CheckOptions& opt,
                                DiagnosticSink& diags);
 

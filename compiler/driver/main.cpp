@@ -26,6 +26,7 @@
 #include "cost.h"
 #include "draw.h"
 #include "emit_body.h"
+#include "pipeline.h"
 #include "target.h"
 #include "instantiate.h"
 #include "machine.h"
@@ -45,6 +46,7 @@ struct Common {
   std::string format = "text";
   std::vector<std::string> only;
   std::string regions;  ///< --regions SPEC: the layout of the region built-ins (docs/topology.md)
+  bool log_passes = false;  ///< --log-passes (check, compile): each pipeline stage and its time on stderr
 };
 
 /// The --regions spec of ranks placed by `region` ([rank] region id, e.g. a machine's nodes).
@@ -227,16 +229,22 @@ int cmd_check(const Common& c, const std::string& ranks, int64_t all_roots_up_to
     const ScheduleDecl* s = todo[i];
     DiagnosticSink one;
     const auto started = std::chrono::steady_clock::now();
-    CheckReport rep = check_schedule(prog, *s, opt, one);
+    PipelineOptions po;
+    po.check = opt;
+    po.landing = landing;
+    po.log = c.log_passes ? &std::cerr : nullptr;
+    PipelineResult res = run_pipeline(prog, *s, po, one);
+    CheckReport& rep = res.report;
+    if (!res.program) {  // lowering failed: not ok, at the range's first p
+      rep.ok = false;
+      rep.failed_p = opt.p_lo;
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     all_ok &= rep.ok;
     // The static landing layout of a verified schedule (landing.h): one more JSON key, or
     // lines under the summary.
     std::string land;
-    if (landing && rep.ok) {
-      const LandingReport lr = landing_schedule(prog, *s, opt, one);
-      land = json ? landing_json(lr) : landing_lines(lr);
-    }
+    if (res.analysed) land = json ? landing_json(res.landing) : landing_lines(res.landing);
     if (json) {
       std::string j = report_json(*s, rep, opt);
       if (!land.empty() || stats) {  // more keys, the object's keys still sorted
@@ -345,50 +353,33 @@ int cmd_compile(const Common& c, const std::string& target_name, const std::stri
                                            "' is also defined by " + it->second + "; rename the schedule");
     clashing.insert(d.schedule);
   }
+  PipelineOptions po;
+  po.check = opt;
+  po.target = target;
+  po.emit = &eopt;
+  po.log = c.log_passes ? &std::cerr : nullptr;
   for (const ScheduleDecl* s : chosen) {
     if (clashing.count(s)) continue;
-    auto rp = std::make_unique<RankProgram>();
-    if (!lower(prog, *s, *rp, diags)) continue;
-    const std::string why = unsupported(*target, *rp);
-    if (!why.empty()) {
-      const std::string msg = std::string("target ") + target->name() + " does not support " + why;
+    PipelineResult res = run_pipeline(prog, *s, po, diags);
+    if (!res.program) continue;  // lowering's diagnostics are in diags
+    if (!res.unsupported.empty()) {
+      const std::string msg = std::string("target ") + target->name() + " does not support " + res.unsupported;
       if (!c.only.empty()) diags.error(s->name_span, msg);
       else diags.warning(s->name_span, "skipping " + s->name + ": " + msg);
       continue;
     }
-    if (reserved_identifier(emitted_function_name(*s, eopt.prefix))) {
+    if (res.reserved_name) {
       diags.error(s->name_span, "the generated name '" + emitted_function_name(*s, eopt.prefix) +
                                     "' is a C/C++ keyword or an MPI name; choose another --prefix");
       continue;
     }
-    const CheckReport rep = check_schedule(prog, *s, opt, diags);
-    if (!rep.ok) {
+    if (!res.report.ok) {
       diags.error(s->name_span, "schedule '" + s->name + "' fails verification; not emitting it");
       continue;
     }
-    ProofSummary pf = rep.proof();
-    pf.p_lo = opt.p_lo;
-    pf.p_hi = opt.p_hi;
-    // A target with the landing feature (uTofu) lands every transfer of a schedule straight
-    // in the receivers' buffers when the static landing layout proves all of them direct
-    // (docs/utofu.md, "Static landing layout"); collectives with one count on every rank
-    // only, and not phases on sub-groups (regions follow the machine at run time, not the
-    // layout proved).
-    const Collective k = s->collective;
-    bool on_groups = false;
-    for (const InlinedUse& u : rp->uses) on_groups |= u.group != GroupKind::none;
-    if (target->features().landing && !on_groups &&
-        (k == Collective::bcast || k == Collective::allgather || k == Collective::gather || k == Collective::scatter)) {
-      const LandingReport lr = landing_schedule(prog, *s, opt, diags);
-      if (lr.analysed && lr.count.transfers > 0 && lr.count.direct == lr.count.transfers) {
-        pf.landing_direct = true;
-        pf.landing_lo = lr.p_lo;
-        pf.landing_hi = lr.p_hi;
-      }
-    }
-    emit.push_back(rp.get());
-    lowered.push_back(std::move(rp));
-    proofs.push_back(pf);
+    emit.push_back(res.program.get());
+    lowered.push_back(std::move(res.program));
+    proofs.push_back(res.proof);
   }
   if (diags.has_errors()) {
     print_diags(diags, c.format);
@@ -1012,6 +1003,10 @@ int main(int argc, char** argv) {
         ->required()
         ->check(CLI::Validator([](std::string& f) { return f == "-" ? std::string() : CLI::ExistingFile(f); }, "FILE|-"));
     sc->add_option("--schedule", common.only, "only these schedules (repeatable)");
+    if (sc->get_name() == "check" || sc->get_name() == "compile")
+      sc->add_flag("--log-passes", common.log_passes,
+                   "print each pipeline stage (lower, target, verify, analyse) per schedule and its time on stderr "
+                   "(docs/architecture.md, \"The pipeline\")");
     sc->add_option("--diagnostics-format", common.format, "text (clang style) or json")
         ->check(CLI::IsMember({"text", "json"}));
     sc->add_option("--regions", common.regions,

@@ -41,14 +41,20 @@ uint64_t elements(Collective c, int64_t p, uint64_t bytes, uint64_t elem_size) {
 struct Proved {
   bool order_preserving = true, same_bracketing = true;
 };
-Proved proved(const Program& prog, const ScheduleDecl& s, const TuneOptions& o) {
-  if (!collective_reduces(s.collective)) return {};
+Proved proved(const RankProgram& rp, const TuneOptions& o) {
+  if (!collective_reduces(rp.collective)) return {};
   CheckOptions co;
   co.p_lo = o.p_lo;
   co.p_hi = o.p_hi;
   DiagnosticSink scratch;
-  const CheckReport r = check_schedule(prog, s, co, scratch);
+  const CheckReport r = check_schedule(rp, co, scratch);
   return {r.ok && r.order_preserving, r.ok && r.same_bracketing};
+}
+Proved proved(const Program& prog, const ScheduleDecl& s, const TuneOptions& o) {
+  RankProgram rp;
+  DiagnosticSink scratch;
+  if (!lower(prog, s, rp, scratch)) return {false, false};
+  return proved(rp, o);
 }
 
 /// One schedule's instances over the p range (empty where it does not apply).
@@ -69,7 +75,7 @@ Priced instances(const Program& prog, const ScheduleDecl& s, const TuneOptions& 
     if (instantiate(rp, {p, 0, default_commutative(s)}, sch, scratch) != InstStatus::ok) continue;
     pr.at.emplace(p, std::move(sch));
   }
-  pr.proofs = proved(prog, s, o);
+  pr.proofs = proved(rp, o);
   return pr;
 }
 

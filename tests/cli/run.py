@@ -316,6 +316,16 @@ def main():
         # The clash check is the target's names (Target::defined_names): the cuda target's
         # functions are <stem>_cuda, _cuda_inproc, _cuda_applicable and its own cuda_*, so
         # the three schedules have distinct names there.
+        # The pipeline's stages in order on stderr (--log-passes): a schedule the target cannot
+        # lower stops at the target stage, unverified.
+        case("check --log-passes: lower, verify, analyse per schedule, in order",
+             ["check", "dsl/lib/bine_bcast.bine", "--ranks", "1..4", "--landing", "--log-passes"], 0,
+             err=r"pass lower bine_bcast_lat: ok \([0-9.]+ ms\)\npass verify bine_bcast_lat: verified p = 1\.\.4 "
+                 r"\([0-9.]+ ms\)\npass analyse bine_bcast_lat: landing [0-9]+/[0-9]+ direct")
+        case("compile --log-passes: a schedule the target lacks stops at the target stage",
+             ["compile", "dsl/lib/barrier.bine", "--target", "cuda", "--verify-ranks", "1..4", "--log-passes", "-o", out_h], 0,
+             err=r"pass target dissemination_barrier: does not support barrier schedules \([0-9.]+ ms\)\n"
+                 r"(?!pass verify dissemination_barrier)")
         case("compile --target cuda: the mpi target's clashes are not the cuda target's",
              ["compile", clash, "--target", "cuda", "--verify-ranks", "1..4", "-o", out_h], 0)
         empty = os.path.join(tmp, "empty.bine")
