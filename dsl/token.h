@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "support/diagnostics.h"
+#include "diagnostics.h"
 
 namespace bine {
 

@@ -1,4 +1,4 @@
-#include "support/diagnostics.h"
+#include "diagnostics.h"
 
 #include <cstdio>
 #include <cstdlib>
