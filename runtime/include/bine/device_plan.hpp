@@ -39,6 +39,7 @@
 #include "bine/collective.hpp"
 #include "bine/cuda_api.h"
 #include "bine/device_kernels.hpp"
+#include "bine/round_plan.hpp"
 #include "bine/rounds.hpp"
 
 namespace bine::dev {
@@ -225,19 +226,9 @@ class PlanContext {
       return cx->fail(kErrOther, "internal error: a fold 3-2 body round the compiler rejects");
     }
   };
-  using ElemRange = std::pair<uint64_t, uint64_t>;
 
   int64_t geometry_blocks() const { return blocked_ ? q_.p : blocks_set_ ? pipe_.stride() : 1; }
   int64_t scope_blocks() const { return pipe_.in_group() ? pipe_.scope_blocks() : geometry_blocks(); }
-  void element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
-    const uint64_t B = uint64_t(geometry_blocks());
-    out.clear();
-    for (const BlockSet::Range& rg : set.ranges()) {
-      const uint64_t off = buffer_block_begin(count_, B, uint64_t(rg.first));
-      const uint64_t cnt = buffer_block_begin(count_, B, uint64_t(rg.second)) - off;
-      if (cnt > 0) out.push_back({off, cnt});
-    }
-  }
   static uint64_t total(const std::vector<ElemRange>& r) {
     uint64_t n = 0;
     for (const ElemRange& e : r) n += e.second;
@@ -261,68 +252,41 @@ class PlanContext {
   static DevOp reduce_op(uint32_t db, uint64_t d, uint32_t ab, uint64_t a, uint32_t bb, uint64_t b, uint64_t n) {
     return DevOp{1, db, ab, bb, d, a, b, n};
   }
-  /// One round -> one Step (see the top of the file), with the MPI runtime's rules for
-  /// which receives are buffered (reduce, several ranges, or blocks a send of the round reads).
+  /// One round -> one Step (see the top of the file): the round plan every runtime shares
+  /// (bine/round_plan.hpp, compile_round(): which receives are buffered, which sends
+  /// packed), as device operations and messages through the staging buffer.
   int compile_round(const std::vector<RoundOp>& posts) {
-    using Kind = RoundOp::Kind;
+    RoundGeometry g;
+    g.count = count_;
+    g.blocks = geometry_blocks();
+    RoundPlan rp;
+    if (const char* why = bine::compile_round(posts, g, rp)) return fail(kErrOther, "%s", why);
     Step st;
     uint64_t stage = 0;  // staging elements used by this round
-    BlockSet sent;
-    for (const RoundOp& op : posts)
-      if (op.kind == Kind::send) sent = sent | op.blocks;
-    std::vector<ElemRange> rg, rg2;
-    std::vector<DevOp> locals;
-    std::vector<std::vector<int64_t>> perms;
-    for (const RoundOp& op : posts) {
-      if (op.kind == Kind::permute) {
-        perms.push_back(op.to);
-        continue;
-      }
-      if (op.kind == Kind::local) {
-        element_ranges(op.src, rg);
-        element_ranges(op.blocks, rg2);
-        if (total(rg) != total(rg2)) return fail(kErrOther, "a local reduce or copy between blocks of different sizes");
-        bool overlap = false;
-        for (const ElemRange& a : rg)
-          for (const ElemRange& b : rg2) overlap |= a.first < b.first + b.second && b.first < a.first + a.second;
-        if (op.reduce || !overlap) {
-          zip(rg, rg2, [&](uint64_t f, uint64_t t, uint64_t n) {
-            locals.push_back(op.reduce ? reduce_op(kWork, t, kWork, f, kWork, t, n) : copy_op(kWork, t, kWork, f, n));
-          });
-        } else {  // an overlapping copy (memmove): through staging
-          const uint64_t at = stage;
-          stage += total(rg);
-          uint64_t w = at;
-          for (const ElemRange& e : rg) locals.push_back(copy_op(kStage, w, kWork, e.first, e.second)), w += e.second;
-          w = at;
-          for (const ElemRange& e : rg2) locals.push_back(copy_op(kWork, e.first, kStage, w, e.second)), w += e.second;
-        }
-        continue;
-      }
-      element_ranges(op.blocks, rg);
-      const uint64_t n = total(rg);
-      if (n == 0) continue;
-      if (op.kind == Kind::send) {
-        if (rg.size() == 1) {
-          st.msgs.push_back({false, op.peer, kWork, rg[0].first, n});
-        } else {
+    const ElemRange* R = rp.ranges.data();
+    for (const XferPlan& x : rp.xfers) {
+      if (!x.recv) {
+        if (!x.buffered) {
+          st.msgs.push_back({false, x.peer, kWork, R[x.first].first, x.total});
+        } else {  // packed into staging
           uint64_t w = stage;
-          for (const ElemRange& e : rg) st.pre.push_back(copy_op(kStage, w, kWork, e.first, e.second)), w += e.second;
-          st.msgs.push_back({false, op.peer, kStage, stage, n});
-          stage += n;
+          for (uint32_t k = 0; k < x.n; ++k)
+            st.pre.push_back(copy_op(kStage, w, kWork, R[x.first + k].first, R[x.first + k].second)), w += R[x.first + k].second;
+          st.msgs.push_back({false, x.peer, kStage, stage, x.total});
+          stage += x.total;
         }
         continue;
       }
-      const bool buffered = op.reduce || rg.size() > 1 || !(op.blocks & sent).empty();
-      if (!buffered) {
-        st.msgs.push_back({true, op.peer, kWork, rg[0].first, n});
+      if (!x.buffered) {
+        st.msgs.push_back({true, x.peer, kWork, R[x.first].first, x.total});
         continue;
       }
-      st.msgs.push_back({true, op.peer, kStage, stage, n});
+      st.msgs.push_back({true, x.peer, kStage, stage, x.total});
       uint64_t w = stage;
-      const bool left = received_is_left_operand(op.peer, q_.rank);
-      for (const ElemRange& e : rg) {
-        if (!op.reduce)
+      const bool left = received_is_left_operand(x.peer, q_.rank);
+      for (uint32_t k = 0; k < x.n; ++k) {
+        const ElemRange& e = R[x.first + k];
+        if (!x.reduce)
           st.post.push_back(copy_op(kWork, e.first, kStage, w, e.second));
         else if (left)
           st.post.push_back(reduce_op(kWork, e.first, kStage, w, kWork, e.first, e.second));
@@ -330,15 +294,28 @@ class PlanContext {
           st.post.push_back(reduce_op(kWork, e.first, kWork, e.first, kStage, w, e.second));
         w += e.second;
       }
-      stage += n;
+      stage += x.total;
     }
-    st.post.insert(st.post.end(), locals.begin(), locals.end());
+    for (const LocalPlan& l : rp.locals) {  // after the receives, in program order
+      const std::vector<ElemRange> rg(R + l.from, R + l.from + l.nfrom), rg2(R + l.to, R + l.to + l.nto);
+      bool overlap = false;
+      for (const ElemRange& a : rg)
+        for (const ElemRange& b : rg2) overlap |= a.first < b.first + b.second && b.first < a.first + a.second;
+      if (l.reduce || !overlap) {
+        zip(rg, rg2, [&](uint64_t f, uint64_t t, uint64_t n) {
+          st.post.push_back(l.reduce ? reduce_op(kWork, t, kWork, f, kWork, t, n) : copy_op(kWork, t, kWork, f, n));
+        });
+      } else {  // an overlapping copy (memmove): through staging
+        const uint64_t at = stage;
+        stage += total(rg);
+        uint64_t w = at;
+        for (const ElemRange& e : rg) st.post.push_back(copy_op(kStage, w, kWork, e.first, e.second)), w += e.second;
+        w = at;
+        for (const ElemRange& e : rg2) st.post.push_back(copy_op(kWork, e.first, kStage, w, e.second)), w += e.second;
+      }
+    }
     const uint64_t B = uint64_t(geometry_blocks());
-    for (const std::vector<int64_t>& perm : perms) {  // through a staging copy of the vector
-      for (size_t j = 0; j < perm.size(); ++j)
-        if (block_begin(count_, B, j + 1) - block_begin(count_, B, j) !=
-            block_begin(count_, B, uint64_t(perm[j]) + 1) - block_begin(count_, B, uint64_t(perm[j])))
-          return fail(kErrOther, "out of domain: permute moves a block into a block of another size");
+    for (const std::vector<int64_t>& perm : rp.perm_maps) {  // through a staging copy of the vector
       const uint64_t at = stage;
       stage += count_;
       st.post.push_back(copy_op(kStage, at, kWork, 0, count_));

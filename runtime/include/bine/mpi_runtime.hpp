@@ -87,6 +87,7 @@
 #include "bine/collective.hpp"
 #include "bine/flat_replay.hpp"
 #include "bine/mpi_transport.hpp"
+#include "bine/round_plan.hpp"
 #include "bine/rounds.hpp"
 
 namespace bine::mpi {
@@ -345,9 +346,6 @@ class BufferPool {
   uint64_t kept_ = 0;  ///< bytes held by slots_
 };
 
-/// (offset, count) in elements of the working buffer (the vector, then `scratch` buffers).
-using ElemRange = std::pair<uint64_t, uint64_t>;
-
 /// The MPI datatype of a plan's typed transfer (XferPlan::typed): MPI_Type_create_hindexed
 /// over the transfer's element ranges, in message order, of the call's element type; made at
 /// its first use and again when a call of the plan's shape uses another (predefined) element
@@ -373,42 +371,11 @@ struct PlanType {
 #endif
 inline constexpr uint64_t kTypedMinBytes = BINE_TYPED_MIN_BYTES;
 
-/// One transfer of a compiled round (RoundPlan).
-struct XferPlan {
-  int64_t peer;      ///< real rank
-  bool recv, reduce;
-  bool buffered;     ///< send: packed into scratch first; receive: into scratch, applied after the wait
-  bool early;        ///< a buffered reducing receive reduced piece by piece as the pieces arrive
-  uint32_t first, n; ///< its element ranges, in message order: RoundPlan::ranges[first, first + n)
-  uint64_t total;    ///< elements of the message
-  /// Several ranges in one piece, posted as one element of a datatype over them
-  /// (RoundPlan::types; MPI transport only, a predefined element type, mark_typed()):
-  /// neither packed nor buffered. Packed and buffered as usual when the call's element
-  /// type is a derived one.
-  bool typed = false;
-};
-/// A local `reduce`/`copy` of a compiled round: ranges `from` onto ranges `to`, in order.
-struct LocalPlan {
-  uint32_t from, nfrom, to, nto;  ///< element ranges in RoundPlan::ranges
-  bool reduce;
-};
-/// One round resolved to element ranges: what the runtime posts, waits for and applies.
-/// Compiled from the round's block sets once, then run on that call and, through a Plan,
-/// on every later call of the same shape.
-struct RoundPlan {
-  std::vector<ElemRange> ranges;
-  std::vector<XferPlan> xfers;   ///< posted in this order
-  std::vector<LocalPlan> locals; ///< applied after the receives, in program order
-  std::vector<std::vector<int64_t>> perms;  ///< block permutations as cycles (permutation_cycles()), applied last
-  std::vector<std::shared_ptr<PlanType>> types;  ///< per transfer: its datatype where XferPlan::typed (else null)
-  std::vector<std::vector<int64_t>> perm_maps;  ///< the same permutations as maps (block j -> map[j]), for fusing
-                                                ///< one with the copy-in or the copy-out
-  uint64_t piece = 0;            ///< elements per message piece (segmentation, kMaxChunk)
-  /// The round's step for the transport (Transport::begin_step): the rank's count of rounds
-  /// before it in the call, empty ones included, which is the instance round the verifier
-  /// matched its transfers in; UINT32_MAX for a two-one fold epilogue (the instance's last
-  /// round, which ranks the fold eliminated reach without the body's rounds).
-  uint32_t step = 0;
+/// One round resolved to element ranges (bine/round_plan.hpp, compile_round(), the plan
+/// every runtime shares), plus what only the MPI transport uses: per transfer its datatype
+/// where XferPlan::typed (else null; mark_typed()).
+struct RoundPlan : bine::RoundPlan {
+  std::vector<std::shared_ptr<PlanType>> types;
 };
 /// A persistent plan: every round one rank runs in one call of a generated collective,
 /// resolved, plus the `scratch` buffer count. Replaying it is the call without the
@@ -2542,77 +2509,21 @@ class BasicContext {
   }
   /// The blocks per buffer that the running statements index (a sub-group's own inside one).
   int64_t scope_blocks() const { return pipe().in_group() ? pipe().scope_blocks() : geometry_blocks(); }
-  /// Element ranges (offset, count) of a block set in the working buffer, scratch
-  /// included, appended to `out`; returns how many (empty blocks are skipped).
-  uint32_t element_ranges(const BlockSet& set, std::vector<ElemRange>& out) const {
-    const uint64_t B = uint64_t(geometry_blocks());
-    uint32_t n = 0;
-    for (const BlockSet::Range& rg : set.ranges()) {
-      // Irregular blocks (voff_): block b is [voff_[b], voff_[b + 1]); the verifier's
-      // keeps_blocks rules out scratch buffers and permutations there.
-      const uint64_t off = voff_.empty() ? buffer_block_begin(count_, B, uint64_t(rg.first)) : voff_[size_t(rg.first)];
-      const uint64_t cnt = (voff_.empty() ? buffer_block_begin(count_, B, uint64_t(rg.second)) : voff_[size_t(rg.second)]) - off;
-      if (cnt > 0) out.push_back({off, cnt}), ++n;
-    }
-    return n;
+  /// The geometry this call's rounds are resolved in (bine/round_plan.hpp): the working
+  /// buffer's blocks (irregular ones: voff_), the message piece, a barrier's empty messages.
+  RoundGeometry round_geometry() const {
+    RoundGeometry g;
+    g.count = count_;
+    g.blocks = geometry_blocks();
+    g.offsets = voff_.empty() ? nullptr : &voff_;
+    g.piece = piece_elements();
+    g.keep_empty = kind_ == Collective::barrier;
+    return g;
   }
-  /// Resolves one round's ops to element ranges (RoundPlan). One message per op (split
-  /// into pieces of rp.piece elements). A send of several ranges is packed into scratch;
-  /// a receive goes to scratch and is applied after the wait when it reduces, has several
-  /// ranges, or lands in blocks a send of the same round reads; a reducing one is reduced
-  /// piece by piece (early) where nothing else of the round touches its blocks.
+  /// Resolves one round's ops to element ranges (bine::compile_round(), the rules every
+  /// runtime shares); a round out of the schedule's domain is MPI_ERR_OTHER.
   int compile_round(const std::vector<RoundOp>& posts, RoundPlan& rp) const {
-    using Kind = RoundOp::Kind;
-    rp.piece = piece_elements();
-    BlockSet sent;
-    for (const RoundOp& op : posts)
-      if (op.kind == Kind::send) sent = sent | op.blocks;
-    for (size_t i = 0; i < posts.size(); ++i) {
-      const RoundOp& op = posts[i];
-      if (op.kind == Kind::permute) {
-        const uint64_t B = uint64_t(geometry_blocks());
-        for (size_t j = 0; j < op.to.size(); ++j)
-          if (block_begin(count_, B, j + 1) - block_begin(count_, B, j) !=
-              block_begin(count_, B, uint64_t(op.to[j]) + 1) - block_begin(count_, B, uint64_t(op.to[j])))
-            return fail(MPI_ERR_OTHER, "out of domain: permute moves a block into a block of another size");
-        std::vector<int64_t> cycles = permutation_cycles(op.to);
-        if (!cycles.empty()) {  // the identity moves nothing
-          rp.perms.push_back(std::move(cycles));
-          rp.perm_maps.push_back(op.to);
-        }
-        continue;
-      }
-      if (op.kind == Kind::local) {
-        LocalPlan l{uint32_t(rp.ranges.size()), 0, 0, 0, op.reduce};
-        l.nfrom = element_ranges(op.src, rp.ranges);
-        l.to = uint32_t(rp.ranges.size());
-        l.nto = element_ranges(op.blocks, rp.ranges);
-        uint64_t nf = 0, nt = 0;
-        for (uint32_t k = 0; k < l.nfrom; ++k) nf += rp.ranges[l.from + k].second;
-        for (uint32_t k = 0; k < l.nto; ++k) nt += rp.ranges[l.to + k].second;
-        if (nf != nt) return fail(MPI_ERR_OTHER, "a local reduce or copy between blocks of different sizes");
-        rp.locals.push_back(l);
-        continue;
-      }
-      const bool is_recv = op.kind == Kind::recv;
-      XferPlan x{op.peer, is_recv, op.reduce, false, false, uint32_t(rp.ranges.size()), 0, 0};
-      x.n = element_ranges(op.blocks, rp.ranges);
-      if (x.n == 0 && kind_ != Collective::barrier) continue;  // a barrier's messages are all empty
-      for (uint32_t k = 0; k < x.n; ++k) x.total += rp.ranges[x.first + k].second;
-      if (!is_recv) {
-        x.buffered = x.n > 1;
-      } else {
-        x.buffered = op.reduce || x.n > 1 || !(op.blocks & sent).empty();
-        if (x.buffered && op.reduce && rp.piece < x.total) {
-          // What else the round touches: its sends and its other receives.
-          BlockSet touched = sent;
-          for (size_t j = 0; j < posts.size(); ++j)
-            if (j != i && posts[j].kind == Kind::recv) touched = touched | posts[j].blocks;
-          x.early = (op.blocks & touched).empty();
-        }
-      }
-      rp.xfers.push_back(x);
-    }
+    if (const char* why = bine::compile_round(posts, round_geometry(), rp)) return fail(MPI_ERR_OTHER, "%s", why);
     return MPI_SUCCESS;
   }
   /// Runs a compiled round: packs and posts its transfers in order, waits (reducing early
@@ -2781,27 +2692,6 @@ class BasicContext {
       if ((dj += c) == to[j].second) { ++j; dj = 0; }
     }
     return MPI_SUCCESS;
-  }
-  /// The cycles of the block permutation `to` (block j -> to[j]) that move something, for
-  /// apply_permutation(): each as its length k then blocks c_0 .. c_{k-1}, where c_{i+1} is
-  /// the block whose data goes to c_i (c_0's data goes to c_{k-1}). Fixed blocks are left
-  /// out; empty for the identity. Computed once per round plan.
-  static std::vector<int64_t> permutation_cycles(const std::vector<int64_t>& to) {
-    const size_t n = to.size();
-    std::vector<int64_t> from(n, -1), out;
-    for (size_t j = 0; j < n; ++j) from[size_t(to[j])] = int64_t(j);
-    std::vector<bool> seen(n, false);
-    for (size_t j = 0; j < n; ++j) {
-      if (seen[j] || from[j] == int64_t(j)) continue;
-      const size_t at = out.size();
-      out.push_back(0);
-      for (size_t c = j; !seen[c]; c = size_t(from[c])) {
-        seen[c] = true;
-        out.push_back(int64_t(c));
-      }
-      out[at] = int64_t(out.size() - at - 1);
-    }
-    return out;
   }
   /// Block j of `from` to block map[j] of `to` (two buffers of the working buffer's layout):
   /// a permutation fused with a copy (DeferredInput::permuted_copy, the alltoall copy-out).
