@@ -7,6 +7,7 @@
 // rank, then the sender's posting order. Every start and round end records the event that
 // bound it, so the critical path is read backwards from the last rank to finish.
 #include "cost.h"
+#include "bine/round_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -161,11 +162,11 @@ class Simulator {
   }
 
   /// Elements per message piece in round t: the round's `segment` size in whole elements
-  /// (at least one); unsegmented rounds: the whole message.
+  /// (at least one), at most the MPI transport's piece (unsegmented rounds: the whole
+  /// message up to INT_MAX elements); the runtime's rule (bine/round_plan.hpp).
   uint64_t piece_elements(int64_t t) const {
     const int64_t seg = size_t(t) < s_.round_segments.size() ? s_.round_segments[size_t(t)] : 0;
-    if (seg <= 0) return UINT64_MAX;
-    return std::max<uint64_t>(1, uint64_t(seg) / v_.elem_size);
+    return message_piece(seg, v_.elem_size, kMpiMaxPieceElements);
   }
   /// Elements of receive `i` of rank y in round t (from rank x) whose reduction is not
   /// hidden behind the transfer. A segmented receive that reduces into blocks no send and

@@ -9,6 +9,8 @@
 // Parameters are dyadic so that every sum is exact in double arithmetic.
 #include <doctest/doctest.h>
 
+#include <climits>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -835,6 +837,20 @@ TEST_CASE("segmentation: bine_allreduce_rsag, pieces cost alpha each, only the l
         CHECK(r.critical.coef_beta == doctest::Approx(b));
       }
     }
+  }
+}
+
+TEST_CASE("unsegmented messages above INT_MAX elements travel in pieces of INT_MAX, as the MPI runtime sends them") {
+  // MPI counts are int: the runtime sends a longer message in pieces of at most INT_MAX
+  // elements (bine/round_plan.hpp, message_piece), an alpha each. Oracle: ceil(n / INT_MAX)
+  // per message of n elements, one exchange round at p = 2.
+  Schedule s = inst("recursive_doubling_allreduce", 2);
+  REQUIRE(s.num_rounds == 1);
+  const CostParams c = flat({1.0, 1.0 / 256, 1.0 / 64});
+  for (uint64_t n : {uint64_t(INT_MAX), uint64_t(INT_MAX) + 1, (uint64_t(1) << 32) + 5}) {
+    CAPTURE(n);
+    const CostResult r = simulate_cost(s, {n, 1}, c);
+    CHECK(r.critical.coef_alpha == doctest::Approx(double((n + uint64_t(INT_MAX) - 1) / uint64_t(INT_MAX))));
   }
 }
 

@@ -1703,10 +1703,7 @@ class BasicContext {
   /// elements, at least one, at most kMaxChunk.
   uint64_t piece_elements() const {
     const int64_t env = segment_env();
-    const int64_t seg = env >= 0 ? env : segment_;
-    if (seg <= 0) return kMaxChunk;
-    const uint64_t e = uint64_t(seg) / elem_bytes_;
-    return e < 1 ? 1 : e < kMaxChunk ? e : kMaxChunk;
+    return message_piece(env >= 0 ? env : segment_, elem_bytes_, kMaxChunk);
   }
 
   // The texts MPI_Error_string gives for the argument errors (error_code(): one code each).

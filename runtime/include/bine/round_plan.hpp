@@ -7,6 +7,7 @@
 // transport, the device planner (bine/device_plan.hpp) turns it into device operations and
 // messages.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -33,6 +34,20 @@ struct RoundGeometry {
   uint64_t piece = UINT64_MAX;
   bool keep_empty = false;
 };
+
+/// The most elements one message piece holds on an MPI transport (MPI counts are `int`):
+/// a longer message travels in pieces of this many (the MPI runtime's kMaxChunk unless a
+/// test build lowers it with BINE_MAX_CHUNK; the cost model prices the same pieces).
+inline constexpr uint64_t kMpiMaxPieceElements = INT_MAX;
+
+/// Elements per message piece (RoundGeometry::piece): a `segment` of `segment_bytes` bytes
+/// (<= 0: none) in whole elements of `elem_bytes`, at least one, at most `max_piece`. The
+/// runtime's rule (BasicContext::piece_elements) and the cost model's.
+inline uint64_t message_piece(int64_t segment_bytes, uint64_t elem_bytes, uint64_t max_piece) {
+  if (segment_bytes <= 0) return max_piece;
+  const uint64_t e = uint64_t(segment_bytes) / (elem_bytes ? elem_bytes : 1);
+  return e < 1 ? 1 : e < max_piece ? e : max_piece;
+}
 
 /// One transfer of a compiled round (RoundPlan).
 struct XferPlan {
